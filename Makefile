@@ -1,0 +1,35 @@
+# Two commands set everything up on a fresh machine: `make run` and `make test`.
+VENV     := .venv
+BIN      := $(VENV)/bin
+PORT     ?= 8000
+
+.PHONY: run test bench lint messages clean
+
+# The virtualenv is rebuilt whenever a requirements file changes.
+$(BIN)/.installed: requirements.txt requirements-dev.txt
+	@PY=$$(scripts/find-python) || exit 1; \
+	  [ -x $(BIN)/python ] || { echo "Creating $(VENV) with $$PY"; "$$PY" -m venv $(VENV); }
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	@touch $@
+
+venv: $(BIN)/.installed
+
+# Compiles the shipped translations (.po -> .mo) with polib: needs no system gettext.
+messages: $(BIN)/.installed
+	$(BIN)/python manage.py compiletranslations
+
+run: $(BIN)/.installed messages
+	PORT=$(PORT) scripts/run-embedded
+
+test: $(BIN)/.installed messages
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: $(BIN)/.installed messages
+	$(BIN)/python -m bench
+
+lint: $(BIN)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+clean:
+	rm -rf var/ .pytest_cache

@@ -1,0 +1,250 @@
+"""Settings for the FM Program Portal: one module, read from the environment.
+
+Unset, everything falls back to the embedded default that `make run` uses: SQLite in WAL mode and a
+Celery broker on the local filesystem, so web, worker and beat run with no server installed.
+`PORTAL_PRODUCTION=True` turns DEBUG off and refuses to start without a real SECRET_KEY,
+PostgreSQL and a Redis broker.
+"""
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.translation import gettext_lazy as _
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("PORTAL_VAR_DIR", BASE_DIR / "var"))
+
+# Names of every environment variable read here; tests check docker-compose.yml against it.
+ENV_NAMES: set[str] = set()
+_DEV_SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production"
+
+
+def env(name: str, default: str = "") -> str:
+    ENV_NAMES.add(name)
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    # Strict, like healthchecks' envbool: a typo must not silently mean False.
+    value = env(name, str(default))
+    if value not in ("True", "False"):
+        raise ImproperlyConfigured(f"{name} must be True or False, not {value!r}.")
+    return value == "True"
+
+
+def env_list(name: str, default: str = "") -> list[str]:
+    return [item.strip() for item in env(name, default).split(",") if item.strip()]
+
+
+PRODUCTION = env_bool("PORTAL_PRODUCTION", False)
+DEBUG = env_bool("DEBUG", not PRODUCTION)
+SECRET_KEY = env("SECRET_KEY", "" if PRODUCTION else _DEV_SECRET_KEY)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "" if PRODUCTION else "127.0.0.1,localhost,[::1],testserver")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_htmx",
+    "django_celery_beat",
+    "portal",
+    "tenants",
+    "workloads",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "portal.urls"
+WSGI_APPLICATION = "portal.wsgi.application"
+ASGI_APPLICATION = "portal.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "tenants.context_processors.access",
+            ],
+        },
+    },
+]
+
+# --- Database -------------------------------------------------------------------------------
+DATABASE_URL = env("DATABASE_URL", f"sqlite:///{VAR_DIR / 'portal.sqlite3'}")
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"]["OPTIONS"] = {
+        # Web, worker and beat all write: WAL lets readers proceed during a write, and IMMEDIATE
+        # takes the write lock at BEGIN so a read-then-write transaction never fails with
+        # "database is locked" half way. "timeout" is the one place the busy wait is set.
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Celery ---------------------------------------------------------------------------------
+BROKER_DIR = VAR_DIR / "broker"
+CELERY_BROKER_URL = env("CELERY_BROKER_URL", "filesystem://")
+CELERY_BROKER_TRANSPORT_OPTIONS: dict = {}
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    # kombu's filesystem transport: no server needed. It can lose a task running when the worker
+    # is killed, so it is for the embedded default only; production uses Redis.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(BROKER_DIR / "queue"),
+        "data_folder_out": str(BROKER_DIR / "queue"),
+        "processed_folder": str(BROKER_DIR / "processed"),
+        "control_folder": str(BROKER_DIR / "control"),
+        "store_processed": False,
+    }
+elif CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    # Above the longest task run and the longest retry backoff (600 s), else Redis redelivers.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_TASK_ACKS_LATE = False  # opted into per task, only where a rerun is safe
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_TIMEZONE = "UTC"
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_BEAT_SCHEDULE: dict = {}
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+# --- AWS ------------------------------------------------------------------------------------
+# boto3 honours AWS_ENDPOINT_URL for every client; `make run` points it at the local emulator.
+AWS_ENDPOINT_URL = env("AWS_ENDPOINT_URL")
+AWS_DEFAULT_REGION = env("AWS_DEFAULT_REGION", "us-east-1")
+
+# --- Auth -----------------------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+# --- Internationalization -------------------------------------------------------------------
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", _("English")), ("ja", _("Japanese"))]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+USE_I18N = True
+# The program runs in Asia/Tokyo: every date and time is shown in that zone.
+TIME_ZONE = env("TIME_ZONE", "Asia/Tokyo")
+USE_TZ = True
+
+# --- Static files ---------------------------------------------------------------------------
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if PRODUCTION
+        else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
+}
+
+# --- Email ----------------------------------------------------------------------------------
+EMAIL_BACKEND = env("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "portal@fm-program.example")
+
+# --- REST API -------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_FILTER_BACKENDS": [
+        "django_filters.rest_framework.DjangoFilterBackend",
+        "rest_framework.filters.OrderingFilter",
+    ],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "portal.api.exception_handler",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "FM Program Portal API",
+    "DESCRIPTION": (
+        "Scripted access to the program: organizations, the instance-type catalog and capacity "
+        "pools. Authenticate with `Authorization: Token <key>` (get a key from "
+        "`POST /api/v1/auth/token/`) or the browser session."
+    ),
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",  # served from our static files: no CDN request
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# --- Security -------------------------------------------------------------------------------
+SESSION_COOKIE_SECURE = PRODUCTION
+CSRF_COOKIE_SECURE = PRODUCTION
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if PRODUCTION else None
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
+}
+
+
+def check_production_settings(*, secret_key: str, database_engine: str, broker_url: str) -> None:
+    """Refuse to run production on the embedded defaults: every problem is named at once."""
+    problems = []
+    if not secret_key or secret_key == _DEV_SECRET_KEY or len(secret_key) < 32:
+        problems.append("SECRET_KEY must be set to a random value of at least 32 characters")
+    if database_engine != "django.db.backends.postgresql":
+        problems.append("DATABASE_URL must point at PostgreSQL (postgres://…)")
+    if not broker_url.startswith(("redis://", "rediss://")):
+        problems.append("CELERY_BROKER_URL must point at Redis (redis://…)")
+    if problems:
+        raise ImproperlyConfigured("PORTAL_PRODUCTION=True but: " + "; ".join(problems) + ".")
+
+
+if PRODUCTION:
+    check_production_settings(
+        secret_key=SECRET_KEY,
+        database_engine=DATABASES["default"]["ENGINE"],
+        broker_url=CELERY_BROKER_URL,
+    )
+    if not ALLOWED_HOSTS:
+        raise ImproperlyConfigured("PORTAL_PRODUCTION=True but ALLOWED_HOSTS is empty.")

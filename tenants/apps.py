@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
+
+
+class TenantsConfig(AppConfig):
+    name = "tenants"
+    verbose_name = _("Tenants and capacity")

@@ -1,0 +1,234 @@
+"""The tenant core: the program, its capacity catalog and pools, organizations and who belongs where."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.core.validators import MinValueValidator, RegexValidator
+from django.db import models
+from django.db.models import F, Q
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
+
+AWS_ACCOUNT_ID = RegexValidator(r"^\d{12}$", _("An AWS account id is exactly 12 digits."))
+IAM_ROLE_ARN = RegexValidator(
+    r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$",
+    _("Enter an IAM role ARN such as arn:aws:iam::123456789012:role/PortalAccess."),
+)
+
+
+class Region(models.TextChoices):
+    US_EAST_1 = "us-east-1", _("US East (N. Virginia)")
+    AP_NORTHEAST_1 = "ap-northeast-1", _("Asia Pacific (Tokyo)")
+
+
+class Program(models.Model):
+    """A funding cycle: the window every pool and allocation lives in."""
+
+    name = models.CharField(_("name"), max_length=200)
+    slug = models.SlugField(_("slug"), unique=True)
+    starts_on = models.DateField(_("starts on"))
+    ends_on = models.DateField(_("ends on"))
+    timezone = models.CharField(_("timezone"), max_length=64, default="Asia/Tokyo")
+    currency = models.CharField(_("reporting currency"), max_length=3, default="JPY")
+    usd_exchange_rate = models.DecimalField(
+        _("exchange rate (currency per USD)"),
+        max_digits=12,
+        decimal_places=4,
+        default=Decimal("150"),
+        validators=[MinValueValidator(Decimal("0.0001"))],
+    )
+
+    class Meta:
+        ordering = ["-starts_on"]
+        verbose_name = _("program")
+        verbose_name_plural = _("programs")
+        constraints = [
+            models.CheckConstraint(condition=Q(ends_on__gt=F("starts_on")), name="program_ends_after_start"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class InstanceType(models.Model):
+    """The accelerator catalog, seeded from tenants/data/instance_types.json and editable in admin."""
+
+    api_name = models.CharField(_("API name"), max_length=40, unique=True)
+    accelerator = models.CharField(_("accelerator"), max_length=60)
+    accelerators_per_instance = models.PositiveSmallIntegerField(_("accelerators per instance"))
+    accelerator_memory_gib = models.PositiveIntegerField(_("memory per accelerator (GiB)"))
+    peak_bf16_tflops = models.PositiveIntegerField(_("peak dense BF16 TFLOPS per accelerator"))
+    vcpus = models.PositiveSmallIntegerField(_("vCPUs"))
+    memory_gib = models.PositiveIntegerField(_("memory (GiB)"))
+    efa_gbps = models.PositiveIntegerField(_("EFA bandwidth (Gbps)"))
+
+    class Meta:
+        ordering = ["api_name"]
+        verbose_name = _("instance type")
+        verbose_name_plural = _("instance types")
+
+    def __str__(self) -> str:
+        return self.api_name
+
+    @property
+    def total_accelerator_memory_gib(self) -> int:
+        return self.accelerators_per_instance * self.accelerator_memory_gib
+
+
+class InstancePrice(models.Model):
+    """On-demand price of an instance type in a region. No row means the region does not offer it."""
+
+    instance_type = models.ForeignKey(
+        InstanceType, on_delete=models.CASCADE, related_name="prices", verbose_name=_("instance type")
+    )
+    region = models.CharField(_("region"), max_length=32, choices=Region.choices)
+    usd_per_hour = models.DecimalField(
+        _("USD per hour"), max_digits=10, decimal_places=4, validators=[MinValueValidator(Decimal("0"))]
+    )
+    price_date = models.DateField(_("price taken on"))
+    source = models.CharField(_("source"), max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["instance_type__api_name", "region"]
+        verbose_name = _("instance price")
+        verbose_name_plural = _("instance prices")
+        constraints = [
+            models.UniqueConstraint(fields=["instance_type", "region"], name="one_price_per_type_and_region"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.instance_type} {self.region}: {self.usd_per_hour} USD/h"
+
+
+class CapacityPool(models.Model):
+    """Program capacity of one instance type in one region; `spare` is held back for node replacements."""
+
+    program = models.ForeignKey(Program, on_delete=models.PROTECT, related_name="pools", verbose_name=_("program"))
+    instance_type = models.ForeignKey(
+        InstanceType, on_delete=models.PROTECT, related_name="pools", verbose_name=_("instance type")
+    )
+    region = models.CharField(_("region"), max_length=32, choices=Region.choices)
+    capacity_reservation_id = models.CharField(_("capacity reservation id"), max_length=64, blank=True)
+    total_instances = models.PositiveIntegerField(_("total instances"), validators=[MinValueValidator(1)])
+    spare_instances = models.PositiveIntegerField(_("spare instances"), default=0)
+    starts_on = models.DateField(_("starts on"))
+    ends_on = models.DateField(_("ends on"))
+
+    class Meta:
+        ordering = ["program", "instance_type__api_name", "region"]
+        verbose_name = _("capacity pool")
+        verbose_name_plural = _("capacity pools")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["program", "instance_type", "region", "capacity_reservation_id"], name="unique_pool"
+            ),
+            models.CheckConstraint(condition=Q(spare_instances__lt=F("total_instances")), name="pool_spare_below_total"),
+            models.CheckConstraint(condition=Q(ends_on__gt=F("starts_on")), name="pool_ends_after_start"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.instance_type} · {self.region}"
+
+    @property
+    def allocatable_instances(self) -> int:
+        return self.total_instances - self.spare_instances
+
+    @property
+    def total_accelerators(self) -> int:
+        return self.total_instances * self.instance_type.accelerators_per_instance
+
+
+class Organization(models.Model):
+    """A tenant: one funded organization and the AWS account it trains in."""
+
+    name = models.CharField(_("name"), max_length=200, unique=True)
+    slug = models.SlugField(_("slug"), unique=True)
+    aws_account_id = models.CharField(_("AWS account id"), max_length=12, blank=True, validators=[AWS_ACCOUNT_ID])
+    role_arn = models.CharField(_("cross-account role ARN"), max_length=600, blank=True, validators=[IAM_ROLE_ARN])
+    external_id = models.CharField(_("external id"), max_length=200, blank=True)
+    lead_engineer = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="led_organizations",
+        verbose_name=_("lead support engineer"),
+        limit_choices_to={"staff_role__isnull": False},
+    )
+    contact_name = models.CharField(_("contact name"), max_length=200, blank=True)
+    contact_email = models.EmailField(_("contact email"), blank=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = _("organization")
+        verbose_name_plural = _("organizations")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        MEMBER = "member", pgettext_lazy("membership role", "Member")
+        ADMIN = "admin", pgettext_lazy("membership role", "Admin")
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships", verbose_name=_("user")
+    )
+    organization = models.ForeignKey(
+        Organization, on_delete=models.CASCADE, related_name="memberships", verbose_name=_("organization")
+    )
+    role = models.CharField(_("role"), max_length=16, choices=Role.choices, default=Role.MEMBER)
+    created_at = models.DateTimeField(_("joined at"), auto_now_add=True)
+
+    class Meta:
+        ordering = ["organization__name", "user__username"]
+        verbose_name = _("membership")
+        verbose_name_plural = _("memberships")
+        constraints = [models.UniqueConstraint(fields=["user", "organization"], name="one_membership_per_org")]
+
+    def __str__(self) -> str:
+        return f"{self.user} @ {self.organization} ({self.get_role_display()})"
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == self.Role.ADMIN
+
+
+class StaffRole(models.Model):
+    """Program staff see every organization; what else they may do depends on the role."""
+
+    class Role(models.TextChoices):
+        PROGRAM_MANAGER = "program_manager", _("Program manager")
+        SUPPORT_ENGINEER = "support_engineer", _("Support engineer")
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="staff_role", verbose_name=_("user")
+    )
+    role = models.CharField(_("role"), max_length=32, choices=Role.choices)
+
+    class Meta:
+        verbose_name = _("program staff role")
+        verbose_name_plural = _("program staff roles")
+
+    def __str__(self) -> str:
+        return f"{self.user} ({self.get_role_display()})"
+
+    @property
+    def is_program_manager(self) -> bool:
+        return self.role == self.Role.PROGRAM_MANAGER
+
+
+class TenantQuerySet(models.QuerySet):
+    """The one gate for tenant rows: every tenant-owned model's manager, every view goes through it."""
+
+    def for_org(self, org: Organization) -> TenantQuerySet:
+        return self.filter(organization=org)
+
+    def visible_to(self, user) -> TenantQuerySet:
+        from tenants.access import visible_organizations
+
+        return self.filter(organization__in=visible_organizations(user))
