@@ -181,9 +181,10 @@ DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "portal@fm-program.example")
 
 # --- REST API -------------------------------------------------------------------------------
 REST_FRAMEWORK = {
+    # Token first, so an unauthenticated script gets 401 with WWW-Authenticate rather than 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",

@@ -5,7 +5,7 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 
 from tenants.access import get_org_access_or_404, is_program_staff, visible_organizations
-from tenants.models import CapacityPool, Membership, Program
+from tenants.models import CapacityPool, Program
 
 
 @login_required
@@ -23,7 +23,7 @@ def home(request):
 def org_home(request, org_slug: str):
     access = get_org_access_or_404(request.user, org_slug)
     org = access.organization
-    members = Membership.objects.filter(organization=org).select_related("user").order_by("user__username")
+    members = org.memberships.select_related("user").order_by("user__username")
     return render(request, "tenants/org_home.html", {"access": access, "org": org, "members": members})
 
 

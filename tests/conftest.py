@@ -1,0 +1,79 @@
+import os
+
+# pytest-django's live_server with Playwright's sync API runs inside an event loop; without this
+# even creating the test database fails with SynchronousOnlyOperation.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+import pytest  # noqa: E402
+from rest_framework.test import APIClient  # noqa: E402
+
+from tests.factories import MembershipFactory, OrganizationFactory, StaffRoleFactory  # noqa: E402
+from tenants.models import Membership, StaffRole  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    # PBKDF2's many rounds are the point in production and only slow in tests.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def org(db):
+    return OrganizationFactory(name="Alpha Lab", slug="alpha")
+
+
+@pytest.fixture
+def other_org(db):
+    return OrganizationFactory(name="Beta Lab", slug="beta")
+
+
+@pytest.fixture
+def member(org):
+    return MembershipFactory(organization=org, role=Membership.Role.MEMBER).user
+
+
+@pytest.fixture
+def org_admin(org):
+    return MembershipFactory(organization=org, role=Membership.Role.ADMIN).user
+
+
+@pytest.fixture
+def outsider(other_org):
+    """A member of another organization."""
+    return MembershipFactory(organization=other_org).user
+
+
+@pytest.fixture
+def manager(db):
+    return StaffRoleFactory(role=StaffRole.Role.PROGRAM_MANAGER).user
+
+
+@pytest.fixture
+def support(db):
+    return StaffRoleFactory(role=StaffRole.Role.SUPPORT_ENGINEER).user
+
+
+def _client_for(client, user):
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def member_client(client, member):
+    return _client_for(client, member)
+
+
+@pytest.fixture
+def manager_client(client, manager):
+    return _client_for(client, manager)
+
+
+@pytest.fixture
+def api_client():
+    return APIClient()
+
+
+@pytest.fixture
+def member_api(api_client, member):
+    api_client.force_authenticate(member)
+    return api_client

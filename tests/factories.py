@@ -1,0 +1,88 @@
+"""One factory per model; SubFactory chains build whatever a test needs."""
+
+from datetime import date
+
+import factory
+from django.contrib.auth import get_user_model
+
+from tenants.models import CapacityPool, InstanceType, Membership, Organization, Program, Region, StaffRole
+
+PASSWORD = "correct horse battery staple"
+
+
+class UserFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = get_user_model()
+        django_get_or_create = ["username"]
+        skip_postgeneration_save = True
+
+    username = factory.Sequence(lambda n: f"user{n}")
+    email = factory.LazyAttribute(lambda u: f"{u.username}@example.com")
+    password = factory.PostGenerationMethodCall("set_password", PASSWORD)
+
+    @factory.post_generation
+    def _save(obj, create, extracted, **kwargs):
+        if create:
+            obj.save()
+
+
+class ProgramFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Program
+        django_get_or_create = ["slug"]
+
+    name = "Test program"
+    slug = "test-program"
+    starts_on = date(2027, 1, 1)
+    ends_on = date(2027, 7, 1)
+
+
+def instance_type(api_name: str = "p5.48xlarge") -> InstanceType:
+    """The catalog is seeded by a migration, so tests use the real entries."""
+    return InstanceType.objects.get(api_name=api_name)
+
+
+class CapacityPoolFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = CapacityPool
+
+    program = factory.SubFactory(ProgramFactory)
+    instance_type = factory.LazyFunction(instance_type)
+    region = Region.US_EAST_1
+    total_instances = 127
+    spare_instances = 0
+    starts_on = factory.SelfAttribute("program.starts_on")
+    ends_on = factory.SelfAttribute("program.ends_on")
+
+
+class OrganizationFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Organization
+
+    name = factory.Sequence(lambda n: f"Organization {n}")
+    slug = factory.Sequence(lambda n: f"org-{n}")
+    aws_account_id = factory.Sequence(lambda n: f"{200000000000 + n:012d}")
+    role_arn = factory.LazyAttribute(lambda o: f"arn:aws:iam::{o.aws_account_id}:role/PortalAccess")
+    external_id = factory.LazyAttribute(lambda o: f"ext-{o.slug}")
+
+
+class MembershipFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Membership
+
+    user = factory.SubFactory(UserFactory)
+    organization = factory.SubFactory(OrganizationFactory)
+    role = Membership.Role.MEMBER
+
+
+class StaffRoleFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = StaffRole
+
+    user = factory.SubFactory(UserFactory)
+    role = StaffRole.Role.PROGRAM_MANAGER
+
+
+# Tenant-owned models and how to build one for a given organization. tests/test_tenant_gate.py uses
+# it to put another org's object behind every route; a new tenant model needs an entry here.
+TENANT_FACTORIES: dict = {}

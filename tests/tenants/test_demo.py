@@ -1,0 +1,56 @@
+import pytest
+from django.contrib.auth import authenticate
+from django.core.management import CommandError, call_command
+from django.db.models import Sum
+
+from tenants.models import CapacityPool, Membership, Organization, Program, StaffRole
+
+
+def counts() -> dict[str, int]:
+    models = (Program, Organization, CapacityPool, Membership, StaffRole)
+    return {m.__name__: m.objects.count() for m in models}
+
+
+@pytest.mark.django_db
+def test_demo_program_matches_the_real_cycle():
+    call_command("load_demo", "--start", "2027-01-01")
+    program = Program.objects.get()
+    assert (program.starts_on.isoformat(), program.ends_on.isoformat()) == ("2027-01-01", "2027-07-01")
+    assert Organization.objects.count() == 12
+    p5 = CapacityPool.objects.filter(instance_type__api_name="p5.48xlarge")
+    assert p5.aggregate(n=Sum("total_instances"))["n"] == 127
+    assert set(p5.values_list("region", flat=True)) == {"us-east-1", "ap-northeast-1"}
+    trn1 = CapacityPool.objects.get(instance_type__api_name="trn1.32xlarge")
+    assert (trn1.region, trn1.total_instances) == ("us-east-1", 24)
+
+
+@pytest.mark.django_db
+def test_demo_is_idempotent():
+    call_command("load_demo")
+    first = counts()
+    call_command("load_demo")
+    assert counts() == first
+
+
+@pytest.mark.django_db
+def test_demo_logins_and_roles():
+    call_command("load_demo")
+    for username in ("manager", "support", "tenant1", "tenant2"):
+        assert authenticate(username=username, password="demo") is not None, username
+    assert StaffRole.objects.get(user__username="manager").is_program_manager
+    assert StaffRole.objects.get(user__username="support").role == StaffRole.Role.SUPPORT_ENGINEER
+    assert Membership.objects.get(user__username="tenant2").organization.slug == "kitsune-ai"
+    assert Membership.objects.get(user__username="tenant1").organization.slug == "sakura-lab"
+
+
+@pytest.mark.django_db
+def test_demo_refuses_production(settings):
+    settings.PRODUCTION = True
+    with pytest.raises(CommandError, match="PORTAL_PRODUCTION"):
+        call_command("load_demo")
+    assert Organization.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_no_users_come_from_migrations(django_user_model):
+    assert django_user_model.objects.count() == 0

@@ -1,0 +1,117 @@
+"""Another tenant's object is a 404, on every route that takes an org slug or an object id.
+
+The routes are found by walking the URL conf, so a new page or API route is covered without anyone
+remembering to add it: a route whose arguments this test does not know how to fill fails the test
+until it is taught here (or listed as program-wide reference data, with a reason).
+"""
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import pytest
+from django.db import models
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+
+from tests.factories import TENANT_FACTORIES, MembershipFactory, OrganizationFactory
+from tenants.models import Organization
+
+# Routes whose argument names program-wide reference data, identical for every tenant.
+PROGRAM_WIDE = {
+    "instance-type-detail": "the instance-type catalog is the same for every tenant",
+    "pool-detail": "capacity pools are program-level; tenants need them to request capacity",
+}
+# Django's admin is for is_staff users only and has its own permission system.
+SKIPPED_NAMESPACES = {"admin"}
+
+
+@dataclass(frozen=True)
+class Route:
+    name: str
+    kwargs: tuple[str, ...]
+    callback: Callable
+    methods: tuple[str, ...]
+
+
+def _walk(patterns, namespace: str = "") -> Iterator[Route]:
+    for entry in patterns:
+        if isinstance(entry, URLResolver):
+            inner = f"{namespace}{entry.namespace}:" if entry.namespace else namespace
+            if entry.namespace in SKIPPED_NAMESPACES:
+                continue
+            yield from _walk(entry.url_patterns, inner)
+        elif isinstance(entry, URLPattern):
+            kwargs = tuple(entry.pattern.regex.groupindex)
+            if not set(kwargs) - {"format"}:  # a list route with a format suffix names no object
+                continue
+            assert entry.name, f"Route {entry.pattern} takes {kwargs} but has no name: name it."
+            actions = getattr(entry.callback, "actions", None)  # DRF viewset routes know their methods
+            methods = tuple(m.upper() for m in actions) if actions else ("GET", "POST")
+            yield Route(f"{namespace}{entry.name}", kwargs, entry.callback, methods)
+
+
+ROUTES = sorted(_walk(get_resolver().url_patterns), key=lambda r: (r.name, r.kwargs))
+
+
+def _tenant_model(route: Route) -> type[models.Model] | None:
+    view_class = getattr(route.callback, "cls", None) or getattr(route.callback, "view_class", None)
+    return getattr(view_class, "model", None) or getattr(route.callback, "tenant_model", None)
+
+
+def _value(route: Route, kwarg: str, org: Organization) -> str:
+    """The argument that names `org`'s object for this route."""
+    if kwarg == "org_slug":
+        return org.slug
+    if kwarg == "format":
+        return "json"
+    model = _tenant_model(route)
+    assert model is not None, (
+        f"{route.name} takes {kwarg!r}, but this test cannot tell which tenant model it names: set `model` "
+        f"on the view class (or `tenant_model` on the view function), or list it in PROGRAM_WIDE."
+    )
+    assert model in TENANT_FACTORIES, f"Add a factory for {model.__name__} to tests.factories.TENANT_FACTORIES."
+    return str(TENANT_FACTORIES[model](organization=org).pk)
+
+
+def _responses(client, route: Route, org: Organization) -> dict[str, int]:
+    url = reverse(route.name, kwargs={k: _value(route, k, org) for k in route.kwargs})
+    statuses = {}
+    for method in route.methods:
+        response = getattr(client, method.lower())(url, content_type="application/json")
+        statuses[method] = response.status_code
+    return statuses
+
+
+TENANT_ROUTES = [r for r in ROUTES if r.name not in PROGRAM_WIDE]
+
+
+def test_the_url_conf_has_tenant_routes_to_check():
+    # Guards the walker itself: if it found nothing, every test below would pass vacuously.
+    names = {r.name for r in TENANT_ROUTES}
+    assert {"org-home", "organization-detail"} <= names
+
+
+def test_program_wide_list_names_only_existing_routes():
+    assert set(PROGRAM_WIDE) <= {r.name for r in ROUTES}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("route", TENANT_ROUTES, ids=lambda r: f"{r.name}[{','.join(r.kwargs)}]")
+def test_another_orgs_object_is_404(client, route):
+    mine, theirs = OrganizationFactory(), OrganizationFactory()
+    client.force_login(MembershipFactory(organization=mine).user)
+
+    statuses = _responses(client, route, theirs)
+    assert set(statuses.values()) <= {404, 405}, f"{route.name}: {statuses}"
+    assert 404 in statuses.values(), f"{route.name}: {statuses}"
+
+    # The same route on the member's own object is reachable: proves the URL built above was right.
+    own = _responses(client, route, mine)
+    assert any(status != 404 for status in own.values()), f"{route.name} on own object: {own}"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("route", TENANT_ROUTES, ids=lambda r: f"{r.name}[{','.join(r.kwargs)}]")
+def test_anonymous_gets_nothing(client, route):
+    statuses = _responses(client, route, OrganizationFactory())
+    # Pages send anonymous users to log in; the API answers 401/403. Never any data.
+    assert set(statuses.values()) <= {302, 401, 403, 404, 405}, f"{route.name}: {statuses}"
