@@ -3,7 +3,7 @@ VENV     := .venv
 BIN      := $(VENV)/bin
 PORT     ?= 8000
 
-.PHONY: run test bench lint messages clean
+.PHONY: run test bench lint messages makemessages clean venv
 
 # The virtualenv is rebuilt whenever a requirements file changes.
 $(BIN)/.installed: requirements.txt requirements-dev.txt
@@ -33,3 +33,9 @@ lint: $(BIN)/.installed
 
 clean:
 	rm -rf var/ .pytest_cache
+
+# Re-extract translatable strings into the .po catalogs (needs GNU gettext: apt-get install gettext).
+# Each app keeps its own catalog (<app>/locale); locale/ holds the base layout and portal strings.
+makemessages: $(BIN)/.installed
+	$(BIN)/python manage.py makemessages -l ja --no-obsolete --ignore=.venv --ignore=var --ignore=tenants --ignore=workloads --ignore=tests --ignore=bench
+	for app in tenants workloads; do (cd $$app && mkdir -p locale && ../$(BIN)/python ../manage.py makemessages -l ja --no-obsolete); done

@@ -25,4 +25,3 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("", include("tenants.urls")),
 ]
-

@@ -124,7 +124,9 @@ class CapacityPool(models.Model):
             models.UniqueConstraint(
                 fields=["program", "instance_type", "region", "capacity_reservation_id"], name="unique_pool"
             ),
-            models.CheckConstraint(condition=Q(spare_instances__lt=F("total_instances")), name="pool_spare_below_total"),
+            models.CheckConstraint(
+                condition=Q(spare_instances__lt=F("total_instances")), name="pool_spare_below_total"
+            ),
             models.CheckConstraint(condition=Q(ends_on__gt=F("starts_on")), name="pool_ends_after_start"),
         ]
 

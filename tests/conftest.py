@@ -7,14 +7,23 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 import pytest  # noqa: E402
 from rest_framework.test import APIClient  # noqa: E402
 
+from tenants.catalog import load_catalog  # noqa: E402
+from tenants.models import InstancePrice, InstanceType, Membership, StaffRole  # noqa: E402
 from tests.factories import MembershipFactory, OrganizationFactory, StaffRoleFactory  # noqa: E402
-from tenants.models import Membership, StaffRole  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
 def fast_password_hashing(settings):
     # PBKDF2's many rounds are the point in production and only slow in tests.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def catalog(django_db_blocker):
+    """Transactional tests (live server, real workers, concurrency) flush the tables between tests,
+    the migration-seeded instance-type catalog included: this puts it back (idempotent)."""
+    with django_db_blocker.unblock():
+        load_catalog(instance_type_model=InstanceType, price_model=InstancePrice)
 
 
 @pytest.fixture

@@ -1,7 +1,6 @@
 import pytest
-from django.db import OperationalError
-
 from celery import Celery
+from django.db import OperationalError
 
 
 @pytest.mark.django_db

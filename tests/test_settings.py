@@ -17,7 +17,11 @@ GOOD = {
 
 def load_settings(env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-c", "import django; django.setup(); from django.conf import settings; print(settings.DEBUG)"],
+        [
+            sys.executable,
+            "-c",
+            "import django; django.setup(); from django.conf import settings; print(settings.DEBUG)",
+        ],
         env={"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "portal.settings", **env},
         cwd=settings.BASE_DIR,
         capture_output=True,

@@ -12,8 +12,8 @@ import pytest
 from django.db import models
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from tests.factories import TENANT_FACTORIES, MembershipFactory, OrganizationFactory
 from tenants.models import Organization
+from tests.factories import TENANT_FACTORIES, MembershipFactory, OrganizationFactory
 
 # Routes whose argument names program-wide reference data, identical for every tenant.
 PROGRAM_WIDE = {

@@ -36,4 +36,6 @@ def test_catalog_prices(api_name, region, usd):
 
 @pytest.mark.django_db
 def test_trainium_is_not_offered_in_tokyo():
-    assert not InstancePrice.objects.filter(instance_type__api_name__startswith="trn1", region="ap-northeast-1").exists()
+    assert not InstancePrice.objects.filter(
+        instance_type__api_name__startswith="trn1", region="ap-northeast-1"
+    ).exists()
