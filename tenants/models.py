@@ -234,3 +234,217 @@ class TenantQuerySet(models.QuerySet):
         from tenants.access import visible_organizations
 
         return self.filter(organization__in=visible_organizations(user))
+
+
+# --- Capacity: requests, allocations and their audit trail ---------------------------------------
+
+
+class Framework(models.TextChoices):
+    PYTORCH_FSDP = "pytorch_fsdp", _("PyTorch FSDP")
+    MEGATRON = "megatron", _("Megatron-LM / NeMo")
+    DEEPSPEED = "deepspeed", _("DeepSpeed")
+    HF_TRAINER = "hf_trainer", _("Hugging Face Trainer / Accelerate")
+    NEURONX = "neuronx", _("NeuronX Distributed")
+    TORCHTITAN = "torchtitan", _("torchtitan")
+    JAX = "jax", _("JAX")
+    OTHER = "other", _("Other")
+
+
+class CapacityRequest(models.Model):
+    """A tenant's ask for instances of one type in one region over a window (dates inclusive)."""
+
+    class Status(models.TextChoices):
+        DRAFT = "draft", _("Draft")
+        SUBMITTED = "submitted", _("Submitted")
+        APPROVED = "approved", _("Approved")
+        PARTIALLY_APPROVED = "partially_approved", _("Partially approved")
+        REJECTED = "rejected", _("Rejected")
+        WITHDRAWN = "withdrawn", _("Withdrawn")
+
+    class Kind(models.TextChoices):
+        NEW = "new", _("New allocation")
+        EXTENSION = "extension", _("Extend an allocation")
+        ENLARGEMENT = "enlargement", _("Enlarge an allocation")
+
+    organization = models.ForeignKey(
+        Organization, on_delete=models.PROTECT, related_name="capacity_requests", verbose_name=_("organization")
+    )
+    kind = models.CharField(_("kind"), max_length=16, choices=Kind.choices, default=Kind.NEW)
+    base_allocation = models.ForeignKey(
+        "Allocation",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="change_requests",
+        verbose_name=_("allocation to extend or enlarge"),
+    )
+    pool = models.ForeignKey(CapacityPool, on_delete=models.PROTECT, related_name="requests", verbose_name=_("pool"))
+    instance_count = models.PositiveIntegerField(_("instances"), validators=[MinValueValidator(1)])
+    starts_on = models.DateField(_("first day"))
+    ends_on = models.DateField(_("last day"))
+    justification = models.TextField(_("justification"))
+    # The optional training plan behind the request; the estimate is computed from it.
+    parameter_count = models.BigIntegerField(_("parameters"), null=True, blank=True, validators=[MinValueValidator(1)])
+    training_tokens = models.BigIntegerField(
+        _("training tokens"), null=True, blank=True, validators=[MinValueValidator(1)]
+    )
+    framework = models.CharField(_("framework"), max_length=32, choices=Framework.choices, blank=True)
+    expected_mfu = models.DecimalField(
+        _("expected model FLOPs utilization"),
+        max_digits=4,
+        decimal_places=3,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal("0.01"))],
+    )
+    status = models.CharField(_("status"), max_length=24, choices=Status.choices, default=Status.DRAFT)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+", verbose_name=_("created by")
+    )
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    submitted_at = models.DateTimeField(_("submitted at"), null=True, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("decided by"),
+    )
+    decided_at = models.DateTimeField(_("decided at"), null=True, blank=True)
+    decision_comment = models.TextField(_("decision comment"), blank=True)
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        verbose_name = _("capacity request")
+        verbose_name_plural = _("capacity requests")
+        constraints = [
+            models.CheckConstraint(condition=Q(ends_on__gte=F("starts_on")), name="request_ends_after_start"),
+        ]
+        indexes = [models.Index(fields=["status", "submitted_at"])]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.organization}: {self.instance_count} × {self.pool}"
+
+    @property
+    def days(self) -> int:
+        return (self.ends_on - self.starts_on).days + 1
+
+    @property
+    def instance_hours(self) -> int:
+        return self.instance_count * self.days * 24
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in (self.Status.DRAFT, self.Status.SUBMITTED)
+
+
+class AllocationQuerySet(TenantQuerySet):
+    def holding_capacity(self) -> AllocationQuerySet:
+        """Allocations that count against a pool: everything but revoked ones (expired ones are in the past)."""
+        return self.exclude(status=Allocation.Status.REVOKED)
+
+    def overlapping(self, starts_on, ends_on) -> AllocationQuerySet:
+        return self.filter(starts_on__lte=ends_on, ends_on__gte=starts_on)
+
+
+class Allocation(models.Model):
+    """Instances of a pool granted to an organization over a window (dates inclusive).
+
+    Invariant: on every day, the allocations holding capacity in a pool sum to at most
+    pool.total_instances - pool.spare_instances. Only tenants.services creates or changes them.
+    """
+
+    class Status(models.TextChoices):
+        SCHEDULED = "scheduled", _("Scheduled")
+        ACTIVE = "active", _("Active")
+        EXPIRED = "expired", _("Expired")
+        REVOKED = "revoked", _("Revoked")
+
+    organization = models.ForeignKey(
+        Organization, on_delete=models.PROTECT, related_name="allocations", verbose_name=_("organization")
+    )
+    pool = models.ForeignKey(
+        CapacityPool, on_delete=models.PROTECT, related_name="allocations", verbose_name=_("pool")
+    )
+    request = models.OneToOneField(
+        CapacityRequest,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="allocation",
+        verbose_name=_("source request"),
+    )
+    instance_count = models.PositiveIntegerField(_("instances"), validators=[MinValueValidator(1)])
+    starts_on = models.DateField(_("first day"))
+    ends_on = models.DateField(_("last day"))
+    status = models.CharField(_("status"), max_length=16, choices=Status.choices, default=Status.SCHEDULED)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    revoked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("revoked by"),
+    )
+    revoked_at = models.DateTimeField(_("revoked at"), null=True, blank=True)
+    revoke_reason = models.TextField(_("reason for revoking"), blank=True)
+
+    objects = AllocationQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["starts_on", "pk"]
+        verbose_name = _("allocation")
+        verbose_name_plural = _("allocations")
+        constraints = [
+            models.CheckConstraint(condition=Q(ends_on__gte=F("starts_on")), name="allocation_ends_after_start"),
+        ]
+        indexes = [models.Index(fields=["pool", "starts_on", "ends_on"])]
+
+    def __str__(self) -> str:
+        return f"{self.organization}: {self.instance_count} × {self.pool} ({self.starts_on} – {self.ends_on})"
+
+    @property
+    def days(self) -> int:
+        return (self.ends_on - self.starts_on).days + 1
+
+    @property
+    def instance_hours(self) -> int:
+        return self.instance_count * self.days * 24
+
+
+class AuditEvent(models.Model):
+    """Append-only record of a decision or change: who, when, what, before → after."""
+
+    organization = models.ForeignKey(
+        Organization, on_delete=models.PROTECT, related_name="audit_events", verbose_name=_("organization")
+    )
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("actor"),
+    )
+    action = models.CharField(_("action"), max_length=64)
+    target_type = models.CharField(_("object type"), max_length=64)
+    target_id = models.PositiveBigIntegerField(_("object id"))
+    # {"field": [before, after]} for every field the action changed.
+    changes = models.JSONField(_("changes"), default=dict, blank=True)
+    comment = models.TextField(_("comment"), blank=True)
+    created_at = models.DateTimeField(_("at"), auto_now_add=True, db_index=True)
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        verbose_name = _("audit event")
+        verbose_name_plural = _("audit events")
+        indexes = [models.Index(fields=["target_type", "target_id"])]
+
+    def __str__(self) -> str:
+        return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor} {self.action} {self.target_type}#{self.target_id}"
