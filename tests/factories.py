@@ -1,11 +1,21 @@
 """One factory per model; SubFactory chains build whatever a test needs."""
 
-from datetime import date
+from datetime import date, timedelta
 
 import factory
 from django.contrib.auth import get_user_model
 
-from tenants.models import CapacityPool, InstanceType, Membership, Organization, Program, Region, StaffRole
+from tenants.models import (
+    Allocation,
+    CapacityPool,
+    CapacityRequest,
+    InstanceType,
+    Membership,
+    Organization,
+    Program,
+    Region,
+    StaffRole,
+)
 
 PASSWORD = "correct horse battery staple"
 
@@ -45,10 +55,12 @@ def instance_type(api_name: str = "p5.48xlarge") -> InstanceType:
 class CapacityPoolFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = CapacityPool
+        django_get_or_create = ["program", "instance_type", "region", "capacity_reservation_id"]
 
     program = factory.SubFactory(ProgramFactory)
     instance_type = factory.LazyFunction(instance_type)
     region = Region.US_EAST_1
+    capacity_reservation_id = ""
     total_instances = 127
     spare_instances = 0
     starts_on = factory.SelfAttribute("program.starts_on")
@@ -86,3 +98,35 @@ class StaffRoleFactory(factory.django.DjangoModelFactory):
 # Tenant-owned models and how to build one for a given organization. tests/test_tenant_gate.py uses
 # it to put another org's object behind every route; a new tenant model needs an entry here.
 TENANT_FACTORIES: dict = {}
+
+
+class CapacityRequestFactory(factory.django.DjangoModelFactory):
+    """A submitted request for one P5 in us-east-1 over the pool's first month."""
+
+    class Meta:
+        model = CapacityRequest
+
+    organization = factory.SubFactory(OrganizationFactory)
+    pool = factory.SubFactory(CapacityPoolFactory)
+    instance_count = 8
+    starts_on = factory.SelfAttribute("pool.starts_on")
+    ends_on = factory.LazyAttribute(lambda r: r.pool.starts_on + timedelta(days=30))
+    justification = "Pre-training a 7B model."
+    status = CapacityRequest.Status.SUBMITTED
+    created_by = factory.SubFactory(UserFactory)
+
+
+class AllocationFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Allocation
+
+    organization = factory.SubFactory(OrganizationFactory)
+    pool = factory.SubFactory(CapacityPoolFactory)
+    instance_count = 8
+    starts_on = factory.SelfAttribute("pool.starts_on")
+    ends_on = factory.LazyAttribute(lambda a: a.pool.starts_on + timedelta(days=30))
+    status = Allocation.Status.SCHEDULED
+
+
+TENANT_FACTORIES[CapacityRequest] = CapacityRequestFactory
+TENANT_FACTORIES[Allocation] = AllocationFactory

@@ -1,0 +1,118 @@
+"""The compute estimate shown beside every capacity request. Pure arithmetic, no database.
+
+Training compute ≈ 6 × parameters × tokens FLOPs (forward + backward pass of a dense transformer).
+A compute-optimal run uses ≈ 20 tokens per parameter (Chinchilla), used when tokens are left blank.
+Mixed-precision training with Adam holds ≈ 16 bytes of state per parameter (BF16 weights and
+gradients, FP32 master weights and two Adam moments) before activations: that sets the fewest
+instances whose accelerator memory can hold the model at all.
+"""
+
+import math
+from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal
+
+FLOPS_PER_PARAMETER_TOKEN = 6
+COMPUTE_OPTIMAL_TOKENS_PER_PARAMETER = 20
+TRAINING_STATE_BYTES_PER_PARAMETER = 16
+DEFAULT_MFU = Decimal("0.40")
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class Hardware:
+    api_name: str
+    accelerators_per_instance: int
+    accelerator_memory_gib: int
+    peak_bf16_tflops: int
+    usd_per_hour: Decimal | None  # None: the region does not price (offer) it
+
+
+@dataclass(frozen=True)
+class Estimate:
+    parameters: int
+    tokens: int
+    tokens_defaulted: bool  # True when tokens were left blank and set to 20 × parameters
+    mfu: Decimal
+    training_flops: float
+    accelerator_hours: float
+    instance_hours: float
+    training_state_gib: float
+    min_instances_for_state: int
+    instance_count: int
+    days_needed: float  # on instance_count instances, running around the clock
+    window_days: int
+    fits_window: bool
+    fits_memory: bool
+    cost_usd: Decimal | None  # of the training run
+    cost_local: Decimal | None
+    window_cost_usd: Decimal | None  # of holding instance_count instances over the whole window
+    window_cost_local: Decimal | None
+
+    @property
+    def fits(self) -> bool:
+        return self.fits_window and self.fits_memory
+
+
+def estimate(
+    *,
+    parameters: int,
+    tokens: int | None,
+    hardware: Hardware,
+    instance_count: int,
+    starts_on: date,
+    ends_on: date,
+    mfu: Decimal | None = None,
+    exchange_rate: Decimal = Decimal("1"),
+) -> Estimate:
+    if parameters <= 0:
+        raise ValueError("parameters must be positive")
+    if instance_count <= 0:
+        raise ValueError("instance_count must be positive")
+    if ends_on < starts_on:
+        raise ValueError("the window ends before it starts")
+    mfu = DEFAULT_MFU if mfu is None else Decimal(mfu)
+    if not Decimal("0") < mfu <= Decimal("1"):
+        raise ValueError("model FLOPs utilization must be in (0, 1]")
+    tokens_defaulted = tokens is None
+    tokens = COMPUTE_OPTIMAL_TOKENS_PER_PARAMETER * parameters if tokens is None else tokens
+
+    training_flops = float(FLOPS_PER_PARAMETER_TOKEN) * parameters * tokens
+    sustained_flops_per_accelerator = hardware.peak_bf16_tflops * 1e12 * float(mfu)
+    accelerator_hours = training_flops / sustained_flops_per_accelerator / 3600
+    instance_hours = accelerator_hours / hardware.accelerators_per_instance
+    days_needed = instance_hours / instance_count / 24
+    window_days = (ends_on - starts_on).days + 1
+
+    state_bytes = TRAINING_STATE_BYTES_PER_PARAMETER * parameters
+    instance_memory_bytes = hardware.accelerators_per_instance * hardware.accelerator_memory_gib * GIB
+    min_instances = math.ceil(state_bytes / instance_memory_bytes)
+
+    def money(hours: float) -> tuple[Decimal | None, Decimal | None]:
+        if hardware.usd_per_hour is None:
+            return None, None
+        usd = (Decimal(str(hours)) * hardware.usd_per_hour).quantize(Decimal("0.01"))
+        return usd, (usd * exchange_rate).quantize(Decimal("1"))
+
+    cost_usd, cost_local = money(instance_hours)
+    window_cost_usd, window_cost_local = money(instance_count * window_days * 24)
+    return Estimate(
+        parameters=parameters,
+        tokens=tokens,
+        tokens_defaulted=tokens_defaulted,
+        mfu=mfu,
+        training_flops=training_flops,
+        accelerator_hours=accelerator_hours,
+        instance_hours=instance_hours,
+        training_state_gib=state_bytes / GIB,
+        min_instances_for_state=min_instances,
+        instance_count=instance_count,
+        days_needed=days_needed,
+        window_days=window_days,
+        fits_window=days_needed <= window_days,
+        fits_memory=instance_count >= min_instances,
+        cost_usd=cost_usd,
+        cost_local=cost_local,
+        window_cost_usd=window_cost_usd,
+        window_cost_local=window_cost_local,
+    )

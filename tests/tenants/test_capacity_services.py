@@ -1,0 +1,258 @@
+from datetime import date
+
+import pytest
+import time_machine
+from django.core import mail
+from django.core.exceptions import PermissionDenied, ValidationError
+
+from tenants import services
+from tenants.models import Allocation, AuditEvent, CapacityRequest
+from tests.factories import (
+    AllocationFactory,
+    CapacityPoolFactory,
+    CapacityRequestFactory,
+    OrganizationFactory,
+    ProgramFactory,
+    instance_type,
+)
+
+Status = CapacityRequest.Status
+
+
+@pytest.fixture(autouse=True)
+def before_the_program():
+    # The demo program window is 2027-01-01 – 2027-07-01; "today" sits before it.
+    with time_machine.travel(date(2026, 12, 1), tick=False):
+        yield
+
+
+@pytest.fixture
+def pool(db):
+    return CapacityPoolFactory(program=ProgramFactory(), total_instances=127, spare_instances=0)
+
+
+def d(month: int, day: int) -> date:
+    return date(2027, month, day)
+
+
+def submitted(pool, count, start, end, org=None):
+    return CapacityRequestFactory(
+        pool=pool, organization=org or OrganizationFactory(), instance_count=count, starts_on=start, ends_on=end
+    )
+
+
+# --- The invariant -----------------------------------------------------------------------------
+
+
+def test_overlapping_windows_respect_the_pool(pool, manager):
+    """Pool 127: A 100 Jan–Mar and B 27 Feb–Apr fit; C 1 in March does not; C in May does."""
+    a = services.approve_request(user=manager, capacity_request=submitted(pool, 100, d(1, 1), d(3, 31)))
+    b = services.approve_request(user=manager, capacity_request=submitted(pool, 27, d(2, 1), d(4, 30)))
+    assert (a.instance_count, b.instance_count) == (100, 27)
+
+    march = submitted(pool, 1, d(3, 1), d(3, 31))
+    with pytest.raises(ValidationError) as refused:
+        services.approve_request(user=manager, capacity_request=march)
+    message = refused.value.message_dict["instance_count"][0]
+    assert "on 2027-03-01" in message
+    assert "127 of its 127 allocatable instances are already allocated" in message
+    assert "1 short" in message
+    march.refresh_from_db()
+    assert march.status == Status.SUBMITTED  # nothing changed
+    assert Allocation.objects.count() == 2
+
+    may = services.approve_request(user=manager, capacity_request=submitted(pool, 1, d(5, 1), d(5, 31)))
+    assert may.status == Allocation.Status.SCHEDULED
+
+
+def test_spare_instances_are_held_back(manager):
+    pool = CapacityPoolFactory(program=ProgramFactory(), total_instances=64, spare_instances=2)
+    services.approve_request(user=manager, capacity_request=submitted(pool, 62, d(1, 1), d(1, 31)))
+    with pytest.raises(ValidationError, match="2 short"):
+        services.approve_request(user=manager, capacity_request=submitted(pool, 2, d(1, 15), d(2, 15)))
+
+
+def test_revoked_allocations_free_their_capacity(pool, manager):
+    allocation = services.approve_request(user=manager, capacity_request=submitted(pool, 127, d(1, 1), d(1, 31)))
+    services.revoke_allocation(user=manager, allocation=allocation, reason="Project paused.")
+    assert services.approve_request(user=manager, capacity_request=submitted(pool, 127, d(1, 1), d(1, 31)))
+
+
+def test_partial_approval_trims_count_and_window(pool, manager, member, org):
+    request = submitted(pool, 32, d(1, 1), d(3, 31), org=org)
+    allocation = services.approve_request(
+        user=manager, capacity_request=request, instance_count=16, ends_on=d(2, 28), comment="Half for now."
+    )
+    request.refresh_from_db()
+    assert request.status == Status.PARTIALLY_APPROVED
+    assert (allocation.instance_count, allocation.starts_on, allocation.ends_on) == (16, d(1, 1), d(2, 28))
+    assert (request.decided_by, request.decision_comment) == (manager, "Half for now.")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field", "text"),
+    [
+        ({"instance_count": 33}, "instance_count", "more than the 32 instances requested"),
+        ({"instance_count": 0}, "instance_count", "at least one"),
+        ({"starts_on": date(2026, 12, 20)}, "starts_on", "not widen it"),
+        ({"ends_on": d(4, 30)}, "starts_on", "not widen it"),
+        ({"starts_on": d(2, 1), "ends_on": d(1, 15)}, "ends_on", "must not be before"),
+    ],
+)
+def test_bad_approvals_are_refused_and_change_nothing(pool, manager, kwargs, field, text):
+    request = submitted(pool, 32, d(1, 1), d(3, 31))
+    with pytest.raises(ValidationError) as refused:
+        services.approve_request(user=manager, capacity_request=request, **kwargs)
+    assert text in refused.value.message_dict[field][0]
+    request.refresh_from_db()
+    assert request.status == Status.SUBMITTED
+    assert not Allocation.objects.exists()
+
+
+@pytest.mark.parametrize("status", [Status.DRAFT, Status.APPROVED, Status.REJECTED, Status.WITHDRAWN])
+def test_only_submitted_requests_can_be_decided(pool, manager, status):
+    request = CapacityRequestFactory(pool=pool, status=status)
+    with pytest.raises(ValidationError, match="Only a submitted request can be decided"):
+        services.approve_request(user=manager, capacity_request=request)
+    with pytest.raises(ValidationError, match="Only a submitted request can be decided"):
+        services.reject_request(user=manager, capacity_request=request, comment="no")
+
+
+def test_tenants_and_support_cannot_decide(pool, member, org, support):
+    request = submitted(pool, 1, d(1, 1), d(1, 31), org=org)
+    for user in (member, support):
+        with pytest.raises(PermissionDenied):
+            services.approve_request(user=user, capacity_request=request)
+        with pytest.raises(PermissionDenied):
+            services.reject_request(user=user, capacity_request=request, comment="x")
+
+
+def test_reject_needs_a_reason_and_notifies(pool, manager, member, org):
+    request = submitted(pool, 1, d(1, 1), d(1, 31), org=org)
+    with pytest.raises(ValidationError, match="why"):
+        services.reject_request(user=manager, capacity_request=request, comment="  ")
+    services.reject_request(user=manager, capacity_request=request, comment="Pool is full until May.")
+    request.refresh_from_db()
+    assert request.status == Status.REJECTED
+
+
+def test_decision_emails_the_tenant_after_commit(pool, manager, member, org, django_capture_on_commit_callbacks):
+    request = submitted(pool, 8, d(1, 1), d(1, 31), org=org)
+    with django_capture_on_commit_callbacks(execute=True):
+        services.approve_request(user=manager, capacity_request=request, instance_count=4, comment="Trimmed.")
+    assert len(mail.outbox) == 1
+    email = mail.outbox[0]
+    assert member.email in email.to
+    assert f"Capacity request #{request.pk}: Partially approved" == email.subject
+    assert "Allocated: 4 instances from 2027-01-01 to 2027-01-31." in email.body
+    assert "Comment: Trimmed." in email.body
+
+
+# --- Tenant actions ----------------------------------------------------------------------------
+
+
+def create(user, org, **overrides):
+    args = dict(
+        user=user, organization=org, instance_type=instance_type("p5.48xlarge"), region="us-east-1",
+        instance_count=8, starts_on=d(1, 1), ends_on=d(1, 31), justification="7B pre-training",
+    ) | overrides  # fmt: skip
+    return services.create_request(**args)
+
+
+def test_tenant_creates_and_submits(pool, member, org):
+    request = create(member, org, submit=True, parameter_count=7 * 10**9)
+    assert request.status == Status.SUBMITTED and request.submitted_at is not None
+    assert request.pool == pool
+    actions = list(AuditEvent.objects.for_org(org).order_by("pk").values_list("action", flat=True))
+    assert actions == ["request.created", "request.submitted"]
+
+
+def test_draft_then_submit_then_withdraw(pool, member, org):
+    request = create(member, org)
+    assert request.status == Status.DRAFT
+    services.submit_request(user=member, capacity_request=request)
+    services.withdraw_request(user=member, capacity_request=request)
+    request.refresh_from_db()
+    assert request.status == Status.WITHDRAWN
+    with pytest.raises(ValidationError, match="Only a draft or a submitted request can be withdrawn"):
+        services.withdraw_request(user=member, capacity_request=request)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field", "text"),
+    [
+        ({"instance_count": 0}, "instance_count", "at least one instance"),
+        ({"instance_count": 128}, "instance_count", "127 allocatable instances"),
+        ({"ends_on": date(2026, 12, 31)}, "ends_on", "must not be before"),
+        ({"starts_on": date(2026, 11, 30), "ends_on": d(1, 5)}, "starts_on", "in the past"),
+        ({"starts_on": date(2026, 12, 20)}, "starts_on", "from 2027-01-01 to 2027-07-01"),
+        ({"ends_on": d(8, 1)}, "ends_on", "from 2027-01-01 to 2027-07-01"),
+        ({"instance_type": "trn1.32xlarge", "region": "ap-northeast-1"}, "region", "not offered in ap-northeast-1"),
+        ({"region": "ap-northeast-1"}, "instance_type", "no pool of p5.48xlarge in ap-northeast-1"),
+        ({"instance_type": "p4de.24xlarge"}, "region", "not offered"),
+        ({"justification": "  "}, "justification", "what the capacity is for"),
+        ({"parameter_count": -5}, "parameter_count", "positive"),
+        ({"expected_mfu": 2}, "expected_mfu", "between 0 and 1"),
+    ],
+)
+def test_bad_requests_get_a_clear_message_and_nothing_is_written(pool, member, org, overrides, field, text):
+    if isinstance(overrides.get("instance_type"), str):
+        overrides["instance_type"] = instance_type(overrides["instance_type"])
+    with pytest.raises(ValidationError) as refused:
+        create(member, org, **overrides)
+    assert text in " ".join(refused.value.message_dict[field])
+    assert not CapacityRequest.objects.exists()
+    assert not AuditEvent.objects.exists()
+
+
+def test_outsider_cannot_request_for_another_org(pool, outsider, org):
+    from django.http import Http404
+
+    with pytest.raises(Http404):
+        create(outsider, org)
+
+
+def test_extension_must_name_own_allocation(pool, member, org, other_org):
+    theirs = AllocationFactory(pool=pool, organization=other_org)
+    with pytest.raises(ValidationError, match="this organization's current allocations"):
+        create(member, org, base_allocation=theirs, kind=CapacityRequest.Kind.EXTENSION)
+    mine = AllocationFactory(pool=pool, organization=org)
+    request = create(member, org, base_allocation=mine, kind=CapacityRequest.Kind.EXTENSION, starts_on=d(2, 1),
+                     ends_on=d(2, 28))  # fmt: skip
+    assert request.pool == mine.pool
+
+
+# --- Allocation lifecycle ----------------------------------------------------------------------
+
+
+def test_statuses_move_with_the_calendar_and_rerun_is_a_no_op(pool, org):
+    allocation = AllocationFactory(pool=pool, organization=org, starts_on=d(1, 1), ends_on=d(1, 31))
+    assert services.refresh_allocation_statuses(on=d(1, 1)) == 1
+    allocation.refresh_from_db()
+    assert allocation.status == Allocation.Status.ACTIVE
+    assert services.refresh_allocation_statuses(on=d(1, 1)) == 0
+    assert services.refresh_allocation_statuses(on=d(2, 1)) == 1
+    allocation.refresh_from_db()
+    assert allocation.status == Allocation.Status.EXPIRED
+    events = AuditEvent.objects.filter(target_type="allocation", target_id=allocation.pk).order_by("pk")
+    assert [e.changes["status"] for e in events] == [["scheduled", "active"], ["active", "expired"]]
+
+
+def test_revoke_needs_a_reason_and_is_audited(pool, manager, org):
+    allocation = AllocationFactory(pool=pool, organization=org)
+    with pytest.raises(ValidationError):
+        services.revoke_allocation(user=manager, allocation=allocation, reason="")
+    services.revoke_allocation(user=manager, allocation=allocation, reason="Org left the program.")
+    event = AuditEvent.objects.get(action="allocation.revoked")
+    assert (event.actor, event.changes, event.comment) == (
+        manager,
+        {"status": ["scheduled", "revoked"]},
+        "Org left the program.",
+    )
+    with pytest.raises(ValidationError, match="already revoked"):
+        services.revoke_allocation(user=manager, allocation=allocation, reason="again")
+
+
+def test_tenant_cannot_revoke(pool, member, org):
+    with pytest.raises(PermissionDenied):
+        services.revoke_allocation(user=member, allocation=AllocationFactory(pool=pool, organization=org), reason="x")
