@@ -12,6 +12,8 @@ router = DefaultRouter()
 router.register("organizations", tenants_api.OrganizationViewSet, basename="organization")
 router.register("instance-types", tenants_api.InstanceTypeViewSet, basename="instance-type")
 router.register("pools", tenants_api.CapacityPoolViewSet, basename="pool")
+router.register("capacity-requests", tenants_api.CapacityRequestViewSet, basename="capacity-request")
+router.register("allocations", tenants_api.AllocationViewSet, basename="allocation")
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
@@ -20,6 +22,7 @@ urlpatterns = [
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),
     path("api/v1/auth/token/", obtain_auth_token, name="api-token"),
+    path("api/v1/estimate/", tenants_api.EstimateView.as_view(), name="api-estimate"),
     path("api/v1/", include(router.urls)),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

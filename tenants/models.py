@@ -366,9 +366,7 @@ class Allocation(models.Model):
     organization = models.ForeignKey(
         Organization, on_delete=models.PROTECT, related_name="allocations", verbose_name=_("organization")
     )
-    pool = models.ForeignKey(
-        CapacityPool, on_delete=models.PROTECT, related_name="allocations", verbose_name=_("pool")
-    )
+    pool = models.ForeignKey(CapacityPool, on_delete=models.PROTECT, related_name="allocations", verbose_name=_("pool"))
     request = models.OneToOneField(
         CapacityRequest,
         on_delete=models.PROTECT,
