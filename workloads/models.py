@@ -570,6 +570,14 @@ class Cluster(models.Model):
     allocation = models.ForeignKey(
         Allocation, on_delete=models.PROTECT, related_name="clusters", verbose_name=_("allocation")
     )
+    workload = models.ForeignKey(
+        Workload,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="clusters",
+        verbose_name=_("workload"),
+    )
     name = models.CharField(_("name"), max_length=40, validators=[CLUSTER_NAME])
     kind = models.CharField(_("kind"), max_length=32, choices=Kind.choices, default=Kind.HYPERPOD_SLURM)
     region = models.CharField(_("region"), max_length=32, choices=Region.choices)
