@@ -5,6 +5,7 @@ import os
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 import pytest  # noqa: E402
+from django.test import Client  # noqa: E402
 from rest_framework.test import APIClient  # noqa: E402
 
 from tenants.catalog import load_catalog  # noqa: E402
@@ -73,8 +74,9 @@ def member_client(client, member):
 
 
 @pytest.fixture
-def manager_client(client, manager):
-    return _client_for(client, manager)
+def manager_client(manager):
+    # Its own client, so a test can hold member_client and manager_client at once.
+    return _client_for(Client(), manager)
 
 
 @pytest.fixture

@@ -19,6 +19,13 @@ from tests.factories import TENANT_FACTORIES, MembershipFactory, OrganizationFac
 PROGRAM_WIDE = {
     "instance-type-detail": "the instance-type catalog is the same for every tenant",
     "pool-detail": "capacity pools are program-level; tenants need them to request capacity",
+    "pool-timeline": "a program pool's chart, staff only (tenants get 403: test_capacity_pages)",
+    "workloads:review-week": "the weekly review is program staff's, across all orgs (tenants get 403: tests/workloads)",
+    "workloads:review-meeting-save": "the weekly review is program staff's (tenants get 403: tests/workloads)",
+    "workloads:review-action-item-add": "the weekly review is program staff's (tenants get 403: tests/workloads)",
+    "workloads:review-action-item-status": "review action items are program staff's (tenants get 403: tests/workloads)",
+    "review-meeting-detail": "review meetings are program staff's records (tenants get 403: tests/workloads)",
+    "action-item-detail": "review action items are program staff's records (tenants get 403: tests/workloads)",
 }
 # Django's admin is for is_staff users only and has its own permission system.
 SKIPPED_NAMESPACES = {"admin"}
@@ -72,8 +79,12 @@ def _value(route: Route, kwarg: str, org: Organization) -> str:
     return str(TENANT_FACTORIES[model](organization=org).pk)
 
 
-def _responses(client, route: Route, org: Organization) -> dict[str, int]:
-    url = reverse(route.name, kwargs={k: _value(route, k, org) for k in route.kwargs})
+def _responses(client, route: Route, org: Organization, slug_org: Organization | None = None) -> dict[str, int]:
+    """Statuses of every method on the route naming `org`'s object (under `slug_org`'s slug, if given)."""
+    kwargs = {k: _value(route, k, org) for k in route.kwargs}
+    if slug_org is not None and "org_slug" in kwargs:
+        kwargs["org_slug"] = slug_org.slug
+    url = reverse(route.name, kwargs=kwargs)
     statuses = {}
     for method in route.methods:
         response = getattr(client, method.lower())(url, content_type="application/json")
@@ -107,6 +118,22 @@ def test_another_orgs_object_is_404(client, route):
     # The same route on the member's own object is reachable: proves the URL built above was right.
     own = _responses(client, route, mine)
     assert any(status != 404 for status in own.values()), f"{route.name} on own object: {own}"
+
+
+OBJECT_ROUTES_UNDER_AN_ORG = [
+    r for r in TENANT_ROUTES if "org_slug" in r.kwargs and len(set(r.kwargs) - {"format"}) > 1
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("route", OBJECT_ROUTES_UNDER_AN_ORG, ids=lambda r: f"{r.name}[{','.join(r.kwargs)}]")
+def test_another_orgs_object_under_my_own_slug_is_404(client, route):
+    """/orgs/mine/…/<their id>/ must not reach their object through my org's URL."""
+    mine, theirs = OrganizationFactory(), OrganizationFactory()
+    client.force_login(MembershipFactory(organization=mine).user)
+    statuses = _responses(client, route, theirs, slug_org=mine)
+    assert set(statuses.values()) <= {404, 405}, f"{route.name}: {statuses}"
+    assert 404 in statuses.values(), f"{route.name}: {statuses}"
 
 
 @pytest.mark.django_db

@@ -1,0 +1,285 @@
+from datetime import date
+
+import pytest
+import time_machine
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from tenants.models import Allocation, CapacityRequest
+from tests.factories import (
+    AllocationFactory,
+    CapacityPoolFactory,
+    CapacityRequestFactory,
+    OrganizationFactory,
+    ProgramFactory,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def before_the_program():
+    with time_machine.travel(date(2026, 12, 1), tick=False):
+        yield
+
+
+@pytest.fixture
+def pool(db):
+    return CapacityPoolFactory(program=ProgramFactory(), total_instances=127, spare_instances=2)
+
+
+FORM = {
+    "instance_type": "p5.48xlarge",
+    "region": "us-east-1",
+    "instance_count": "16",
+    "starts_on": "2027-01-01",
+    "ends_on": "2027-02-28",
+    "justification": "Pre-training a 7B model.",
+    "parameters_b": "7",
+    "tokens_b": "",
+    "framework": "megatron",
+    "expected_mfu": "0.40",
+}
+
+
+def queries(client, url, **extra) -> tuple[int, object]:
+    with CaptureQueriesContext(connection) as ctx:
+        response = client.get(url, **extra)
+    assert response.status_code == 200
+    return len(ctx.captured_queries), response
+
+
+# --- Tenant pages ------------------------------------------------------------------------------
+
+
+def test_capacity_page_empty_state(member_client, org, pool):
+    response = member_client.get(reverse("capacity", args=[org.slug]))
+    assert "No allocations yet." in response.text
+    assert "No requests yet." in response.text
+    assert "Request capacity" in response.text
+
+
+def test_submitting_the_form_creates_a_submitted_request(member_client, org, pool):
+    response = member_client.post(
+        reverse("capacity-request-new", args=[org.slug]), {**FORM, "submit": "1"}, follow=True
+    )
+    request = CapacityRequest.objects.get()
+    assert request.status == CapacityRequest.Status.SUBMITTED
+    assert (request.parameter_count, request.training_tokens, request.framework) == (7 * 10**9, None, "megatron")
+    assert f"Request #{request.pk} submitted for review." in response.text
+    assert "History" in response.text and "request.submitted" in response.text
+
+
+def test_saving_a_draft(member_client, org, pool):
+    member_client.post(reverse("capacity-request-new", args=[org.slug]), {**FORM, "draft": "1"})
+    assert CapacityRequest.objects.get().status == CapacityRequest.Status.DRAFT
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"instance_count": "0"}, "Ensure this value is greater than or equal to 1."),
+        ({"ends_on": "2026-12-31"}, "The last day must not be before the first day."),
+        (
+            {"region": "ap-northeast-1", "instance_type": "trn1.32xlarge"},
+            "trn1.32xlarge is not offered in ap-northeast-1.",
+        ),
+        ({"instance_count": "126"}, "has 125 allocatable instances in all"),
+        ({"starts_on": "2026-12-10"}, "choose dates inside that window"),
+        ({"justification": ""}, "This field is required."),
+    ],
+)
+def test_bad_form_input_is_shown_and_nothing_saved(member_client, org, pool, change, message):
+    response = member_client.post(reverse("capacity-request-new", args=[org.slug]), {**FORM, **change, "submit": "1"})
+    assert response.status_code == 200
+    assert message in response.text
+    assert 'name="parameters_b" value="7"' in response.text  # what the tenant typed is kept
+    assert not CapacityRequest.objects.exists()
+
+
+def test_live_estimate_partial(member_client, org, pool):
+    response = member_client.post(
+        reverse("capacity-estimate", args=[org.slug]), {**FORM, "justification": ""}, HTTP_HX_REQUEST="true"
+    )
+    assert response.status_code == 200
+    assert response.text.lstrip().startswith('<aside class="card estimate" id="estimate"')
+    assert "<html" not in response.text
+    assert "Fits: about" in response.text
+    assert "140.0 billion" in response.text  # 20 tokens per parameter
+
+
+def test_live_estimate_says_what_is_missing(member_client, org, pool):
+    response = member_client.post(reverse("capacity-estimate", args=[org.slug]), {"instance_type": "p5.48xlarge"})
+    assert "Enter the parameter count" in response.text
+
+
+def test_live_estimate_flags_a_plan_that_does_not_fit(member_client, org, pool):
+    response = member_client.post(
+        reverse("capacity-estimate", args=[org.slug]),
+        {**FORM, "parameters_b": "70", "tokens_b": "15000", "instance_count": "4"},
+    )
+    assert "Does not fit" in response.text
+
+
+def test_request_detail_submit_and_withdraw(member_client, org, pool):
+    draft = CapacityRequestFactory(pool=pool, organization=org, status=CapacityRequest.Status.DRAFT)
+    member_client.post(reverse("capacity-request-submit", args=[org.slug, draft.pk]))
+    draft.refresh_from_db()
+    assert draft.status == CapacityRequest.Status.SUBMITTED
+    response = member_client.post(reverse("capacity-request-withdraw", args=[org.slug, draft.pk]), follow=True)
+    draft.refresh_from_db()
+    assert draft.status == CapacityRequest.Status.WITHDRAWN
+    response = member_client.post(reverse("capacity-request-withdraw", args=[org.slug, draft.pk]), follow=True)
+    assert "can be withdrawn; this one is withdrawn" in response.text
+
+
+def test_extension_form_is_prefilled_from_the_allocation(member_client, org, pool):
+    allocation = AllocationFactory(pool=pool, organization=org, starts_on=date(2027, 1, 1), ends_on=date(2027, 1, 31))
+    response = member_client.get(reverse("capacity-request-new", args=[org.slug]) + f"?allocation={allocation.pk}")
+    assert response.status_code == 200
+    assert 'value="2027-02-01"' in response.text
+    other = AllocationFactory(pool=pool, organization=OrganizationFactory())
+    assert (
+        member_client.get(reverse("capacity-request-new", args=[org.slug]) + f"?allocation={other.pk}").status_code
+        == 404
+    )
+
+
+def test_org_home_shows_instance_hours_granted_elapsed_remaining(member_client, org, pool):
+    AllocationFactory(
+        pool=pool,
+        organization=org,
+        instance_count=10,
+        starts_on=date(2026, 11, 21),
+        ends_on=date(2026, 12, 10),
+        status=Allocation.Status.ACTIVE,
+    )
+    response = member_client.get(reverse("org-home", args=[org.slug]))
+    # 20 days × 10 × 24 = 4,800 granted; 10 days elapsed by Dec 1 = 2,400; 2,400 remaining.
+    assert "4,800" in response.text
+    assert response.text.count("2,400") == 2
+
+
+def test_capacity_page_queries_do_not_grow(member_client, org, pool):
+    url = reverse("capacity", args=[org.slug])
+    for _ in range(2):
+        CapacityRequestFactory(pool=pool, organization=org)
+        AllocationFactory(pool=pool, organization=org)
+    few, _ = queries(member_client, url)
+    for _ in range(30):
+        CapacityRequestFactory(pool=pool, organization=org)
+        AllocationFactory(pool=pool, organization=org)
+    assert queries(member_client, url)[0] == few
+
+
+# --- Program staff -----------------------------------------------------------------------------
+
+
+def test_review_queue_shows_free_capacity_and_bottleneck(manager_client, pool):
+    AllocationFactory(pool=pool, instance_count=100, starts_on=date(2027, 1, 1), ends_on=date(2027, 3, 31))
+    request = CapacityRequestFactory(
+        pool=pool, instance_count=30, starts_on=date(2027, 3, 1), ends_on=date(2027, 4, 30), parameter_count=7 * 10**9
+    )
+    response = manager_client.get(reverse("review-queue"))
+    assert f"#{request.pk}" in response.text
+    assert "25 of 125 free" in response.text
+    assert "bottleneck 2027-03-01: 100 allocated" in response.text
+    assert "Plan fits" in response.text
+
+
+def test_review_queue_empty_state(manager_client):
+    assert "Nothing to review" in manager_client.get(reverse("review-queue")).text
+
+
+def test_review_queue_queries_do_not_grow_with_requests(manager_client, pool):
+    for _ in range(3):
+        CapacityRequestFactory(pool=pool, parameter_count=10**9)
+    few, _ = queries(manager_client, reverse("review-queue"))
+    other_pool = CapacityPoolFactory(program=pool.program, region="ap-northeast-1")
+    for i in range(40):
+        CapacityRequestFactory(pool=pool if i % 2 else other_pool, parameter_count=10**9)
+        AllocationFactory(pool=pool, instance_count=1)
+    assert queries(manager_client, reverse("review-queue"))[0] == few
+
+
+def test_htmx_partial_approval_swaps_the_row(manager_client, pool, org):
+    request = CapacityRequestFactory(pool=pool, organization=org, instance_count=16)
+    prefix = f"r{request.pk}"
+    response = manager_client.post(
+        reverse("capacity-decide", args=[request.pk]),
+        {f"{prefix}-decision": "approve", f"{prefix}-instance_count": "8", f"{prefix}-comment": "Half for now."},
+        HTTP_HX_REQUEST="true",
+    )
+    assert response.status_code == 200
+    assert "Partially approved" in response.text and "allocated 8 instances" in response.text
+    assert "<html" not in response.text
+    assert Allocation.objects.get().instance_count == 8
+
+
+def test_htmx_overcommit_shows_the_error_in_the_row(manager_client, pool):
+    AllocationFactory(pool=pool, instance_count=125, starts_on=date(2027, 1, 1), ends_on=date(2027, 1, 31))
+    request = CapacityRequestFactory(
+        pool=pool, instance_count=4, starts_on=date(2027, 1, 10), ends_on=date(2027, 1, 20)
+    )
+    response = manager_client.post(
+        reverse("capacity-decide", args=[request.pk]), {f"r{request.pk}-decision": "approve"}, HTTP_HX_REQUEST="true"
+    )
+    assert "would overcommit" in response.text and "4 short" in response.text
+    assert Allocation.objects.count() == 1
+
+
+def test_reject_without_comment_is_refused(manager_client, pool):
+    request = CapacityRequestFactory(pool=pool)
+    response = manager_client.post(
+        reverse("capacity-decide", args=[request.pk]), {f"r{request.pk}-decision": "reject"}, HTTP_HX_REQUEST="true"
+    )
+    assert "Tell the tenant why" in response.text
+    request.refresh_from_db()
+    assert request.status == CapacityRequest.Status.SUBMITTED
+
+
+def test_support_engineer_sees_the_queue_but_cannot_decide(client, support, pool):
+    client.force_login(support)
+    request = CapacityRequestFactory(pool=pool)
+    assert "Approve" not in client.get(reverse("review-queue")).text
+    assert (
+        client.post(reverse("capacity-decide", args=[request.pk]), {f"r{request.pk}-decision": "approve"}).status_code
+        == 403
+    )
+
+
+@pytest.mark.parametrize("name", ["review-queue", "allocations", "audit-log"])
+def test_staff_pages_are_403_for_tenants(member_client, name):
+    assert member_client.get(reverse(name)).status_code == 403
+
+
+def test_pool_timeline_is_staff_only_and_draws_the_stack(manager_client, member_client, pool):
+    a = AllocationFactory(pool=pool, instance_count=100, starts_on=date(2027, 1, 1), ends_on=date(2027, 3, 31))
+    AllocationFactory(pool=pool, instance_count=20, starts_on=date(2027, 2, 1), ends_on=date(2027, 4, 30))
+    assert member_client.get(reverse("pool-timeline", args=[pool.pk])).status_code == 403
+    response = manager_client.get(reverse("pool-timeline", args=[pool.pk]))
+    assert response.status_code == 200
+    assert "<svg" in response.text and a.organization.name in response.text
+    assert "Peak allocated: 120 instances; free at the peak: 5." in response.text
+    assert "2027-01-01 – 2027-01-31: 100" in response.text  # the first step, as a tooltip
+
+
+def test_allocations_page_filters_and_revokes(manager_client, pool, org):
+    allocation = AllocationFactory(pool=pool, organization=org)
+    AllocationFactory(pool=pool)
+    response = manager_client.get(reverse("allocations") + f"?org={org.slug}", HTTP_HX_REQUEST="true")
+    assert response.text.count("<tr>") == 2  # header + one row
+    manager_client.post(reverse("allocation-revoke-page", args=[allocation.pk]), {"reason": "Left the program."})
+    allocation.refresh_from_db()
+    assert allocation.status == Allocation.Status.REVOKED
+    audit = manager_client.get(reverse("audit-log"))
+    assert "allocation.revoked" in audit.text and "Left the program." in audit.text
+
+
+def test_revoke_without_reason_changes_nothing(manager_client, pool):
+    allocation = AllocationFactory(pool=pool)
+    response = manager_client.post(reverse("allocation-revoke-page", args=[allocation.pk]), {"reason": ""}, follow=True)
+    assert "Give the reason" in response.text
+    allocation.refresh_from_db()
+    assert allocation.status == Allocation.Status.SCHEDULED
