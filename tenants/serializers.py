@@ -15,7 +15,7 @@ from tenants.models import (
     Organization,
     Region,
 )
-from tenants.services import request_estimate
+from tenants.services import catalog_prices, request_estimate
 
 
 class OrganizationSerializer(serializers.ModelSerializer):
@@ -197,7 +197,9 @@ class CapacityRequestSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(EstimateResultSerializer(allow_null=True))
     def get_estimate(self, instance):
-        result = request_estimate(instance)
+        if "prices" not in self.context:
+            self.context["prices"] = catalog_prices()  # one query for the whole page, not one per row
+        result = request_estimate(instance, prices=self.context["prices"])
         return None if result is None else EstimateResultSerializer(estimate_as_dict(result)).data
 
     def validate(self, attrs):

@@ -123,8 +123,15 @@ def headroom(pool: CapacityPool, spans: list[Span], *, starts_on: date, ends_on:
     return Headroom(pool.allocatable_instances, peak_usage(spans, starts_on=starts_on, ends_on=ends_on))
 
 
-def request_estimate(capacity_request: CapacityRequest) -> Estimate | None:
-    """The estimate for a request's training plan, or None when it states no parameter count."""
+def catalog_prices() -> dict[tuple[int, str], Decimal]:
+    """Every on-demand price, {(instance_type_id, region): usd_per_hour}, in one query."""
+    rows = InstancePrice.objects.values_list("instance_type_id", "region", "usd_per_hour")
+    return {(type_id, region): usd for type_id, region, usd in rows}
+
+
+def request_estimate(capacity_request: CapacityRequest, *, prices: dict | None = None) -> Estimate | None:
+    """The estimate for a request's training plan, or None when it states no parameter count.
+    Pass `prices` (catalog_prices()) when estimating many requests."""
     if not capacity_request.parameter_count:
         return None
     pool = capacity_request.pool
@@ -138,7 +145,7 @@ def request_estimate(capacity_request: CapacityRequest) -> Estimate | None:
         starts_on=capacity_request.starts_on,
         ends_on=capacity_request.ends_on,
         mfu=capacity_request.expected_mfu,
-        prices=None,
+        prices=prices,
     )
 
 

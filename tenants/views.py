@@ -17,7 +17,7 @@ from tenants import services
 from tenants.access import get_org_access_or_404, is_program_manager, is_program_staff, visible_organizations
 from tenants.capacity import usage_steps
 from tenants.forms import CapacityRequestForm, ChangeRequestForm, DecisionForm, RevokeForm
-from tenants.models import Allocation, AuditEvent, CapacityPool, CapacityRequest, InstancePrice, Program, Region
+from tenants.models import Allocation, AuditEvent, CapacityPool, CapacityRequest, Program, Region
 
 
 @login_required
@@ -309,9 +309,7 @@ def _review_rows(user, capacity_requests: list[CapacityRequest]) -> list[dict]:
         .select_related("pool__instance_type")
     ):
         current[allocation.organization_id].append(allocation)
-    prices = {
-        (t, r): usd for t, r, usd in InstancePrice.objects.values_list("instance_type_id", "region", "usd_per_hour")
-    }
+    prices = services.catalog_prices()
     rows = []
     for capacity_request in capacity_requests:
         pool = capacity_request.pool

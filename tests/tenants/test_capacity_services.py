@@ -256,3 +256,13 @@ def test_revoke_needs_a_reason_and_is_audited(pool, manager, org):
 def test_tenant_cannot_revoke(pool, member, org):
     with pytest.raises(PermissionDenied):
         services.revoke_allocation(user=member, allocation=AllocationFactory(pool=pool, organization=org), reason="x")
+
+
+def test_the_periodic_task_moves_statuses_and_is_safe_to_run_twice(pool, org):
+    from tenants.tasks import refresh_allocation_statuses
+
+    allocation = AllocationFactory(pool=pool, organization=org, starts_on=date(2026, 11, 1), ends_on=d(1, 31))
+    assert refresh_allocation_statuses.apply().get() == 1
+    assert refresh_allocation_statuses.apply().get() == 0
+    allocation.refresh_from_db()
+    assert allocation.status == Allocation.Status.ACTIVE

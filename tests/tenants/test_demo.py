@@ -54,3 +54,19 @@ def test_demo_refuses_production(settings):
 @pytest.mark.django_db
 def test_no_users_come_from_migrations(django_user_model):
     assert django_user_model.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_demo_capacity_respects_every_pool_and_leaves_requests_to_review():
+    from tenants.capacity import Span, peak_usage
+    from tenants.models import Allocation, CapacityRequest
+
+    call_command("load_demo", "--start", "2027-01-01")
+    call_command("load_demo", "--start", "2027-01-01")
+    assert Allocation.objects.count() == 12
+    for pool in CapacityPool.objects.all():
+        spans = [Span(a.starts_on, a.ends_on, a.instance_count) for a in pool.allocations.all()]
+        assert peak_usage(spans, starts_on=pool.starts_on, ends_on=pool.ends_on).used <= pool.allocatable_instances
+    submitted = CapacityRequest.objects.filter(status=CapacityRequest.Status.SUBMITTED)
+    assert sorted(submitted.values_list("organization__slug", flat=True)) == ["kitsune-ai", "sakura-lab"]
+    assert all(r.pool.starts_on <= r.starts_on and r.ends_on <= r.pool.ends_on for r in submitted)

@@ -4,14 +4,26 @@ Demo users (password "demo") exist only here, never in migrations, and the comma
 in production.
 """
 
-from datetime import date
+from datetime import date, datetime, time, timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
+from django.utils import timezone
 
-from tenants.models import CapacityPool, InstanceType, Membership, Organization, Program, Region, StaffRole
+from tenants import services
+from tenants.models import (
+    Allocation,
+    CapacityPool,
+    CapacityRequest,
+    InstanceType,
+    Membership,
+    Organization,
+    Program,
+    Region,
+    StaffRole,
+)
 
 DEMO_PASSWORD = "demo"
 # Twelve fictional organizations, loosely shaped like a national program's cohort.
@@ -103,6 +115,8 @@ class Command(BaseCommand):
         for username, org in (("tenant1", organizations[0]), ("tenant2", organizations[1])):
             user = self._user(username, username.capitalize(), "Demo")
             Membership.objects.get_or_create(user=user, organization=org, defaults={"role": Membership.Role.ADMIN})
+        if not CapacityRequest.objects.filter(pool__program=program).exists():
+            self._capacity(program, organizations, manager)
 
         self.stdout.write(
             f"Demo program {'created' if created else 'already present'}: {program.name} "
@@ -110,6 +124,39 @@ class Command(BaseCommand):
             f"{CapacityPool.objects.filter(program=program).count()} pools. "
             f"Logins (password '{DEMO_PASSWORD}'): {manager.username}, {support.username}, tenant1, tenant2."
         )
+
+    def _capacity(self, program: Program, organizations: list[Organization], manager) -> None:
+        """Allocations for the whole cycle (the day-one launch) and two requests waiting for review."""
+        pools = {(p.instance_type.api_name, p.region): p for p in program.pools.select_related("instance_type")}
+        launch = [("p5.48xlarge", Region.US_EAST_1, 12)] * 5 + [("p5.48xlarge", Region.AP_NORTHEAST_1, 12)] * 5
+        launch += [("trn1.32xlarge", Region.US_EAST_1, 8)] * 2
+        decided_at = timezone.make_aware(datetime.combine(program.starts_on - timedelta(days=7), time(10)))
+        for org, (api_name, region, count) in zip(organizations, launch, strict=True):
+            pool = pools[(api_name, region)]
+            request = CapacityRequest.objects.create(
+                organization=org, pool=pool, instance_count=count, starts_on=program.starts_on,
+                ends_on=program.ends_on - timedelta(days=1), justification="Cycle launch allocation.",
+                status=CapacityRequest.Status.APPROVED, created_by=manager, submitted_at=decided_at,
+                decided_by=manager, decided_at=decided_at, decision_comment="Day-one allocation.",
+            )  # fmt: skip
+            Allocation.objects.create(
+                organization=org, pool=pool, request=request, instance_count=count,
+                starts_on=request.starts_on, ends_on=request.ends_on,
+            )  # fmt: skip
+        services.refresh_allocation_statuses()
+        # Next month, or the program's second month if it has not started yet.
+        next_month = max(add_months(date.today().replace(day=1), 1), add_months(program.starts_on, 1))
+        for org, (api_name, region), count, params, justification in (
+            (organizations[0], ("p5.48xlarge", Region.US_EAST_1), 8, 70 * 10**9, "Scale the 70B run for its finale."),
+            (organizations[1], ("trn1.32xlarge", Region.US_EAST_1), 6, 8 * 10**9, "Port the 8B model to Trainium."),
+        ):  # fmt: skip
+            CapacityRequest.objects.create(
+                organization=org, pool=pools[(api_name, region)], instance_count=count, starts_on=next_month,
+                ends_on=add_months(next_month, 2) - timedelta(days=1), justification=justification,
+                parameter_count=params, training_tokens=params * 20, framework="megatron",
+                status=CapacityRequest.Status.SUBMITTED, created_by=org.memberships.first().user,
+                submitted_at=timezone.now(),
+            )  # fmt: skip
 
     def _user(self, username: str, first: str, last: str, staff: str | None = None, admin: bool = False):
         user, created = get_user_model().objects.get_or_create(

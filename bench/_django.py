@@ -1,0 +1,42 @@
+"""Shared set-up for benchmarks: Django on a throw-away database, migrated once per process.
+
+BENCH_DATABASE_URL picks the database (e.g. a scratch PostgreSQL database); by default a fresh
+SQLite file in a temporary folder, so a benchmark never touches var/ or your data.
+"""
+
+import os
+import tempfile
+import time
+from contextlib import contextmanager
+
+_ready = False
+
+
+def setup() -> None:
+    global _ready
+    if _ready:
+        return
+    scratch = tempfile.mkdtemp(prefix="portal-bench-")
+    os.environ["PORTAL_VAR_DIR"] = scratch
+    os.environ["DATABASE_URL"] = os.environ.get("BENCH_DATABASE_URL", f"sqlite:///{scratch}/bench.sqlite3")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0)
+    _ready = True
+
+
+@contextmanager
+def measured():
+    """Yields a dict filled with wall time (ms) and SQL query count of the block."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    result: dict = {}
+    with CaptureQueriesContext(connection) as ctx:
+        start = time.perf_counter()
+        yield result
+        result["ms"] = (time.perf_counter() - start) * 1000
+    result["queries"] = len(ctx.captured_queries)
