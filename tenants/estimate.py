@@ -53,6 +53,15 @@ class Estimate:
     def fits(self) -> bool:
         return self.fits_window and self.fits_memory
 
+    @property
+    def flops_exponent(self) -> int:
+        return math.floor(math.log10(self.training_flops))
+
+    @property
+    def flops_mantissa(self) -> float:
+        """Training FLOPs = flops_mantissa × 10^flops_exponent, for display."""
+        return self.training_flops / 10**self.flops_exponent
+
 
 def estimate(
     *,

@@ -478,18 +478,16 @@ def pool_chart(pool: CapacityPool, spans: list, names: dict[int, str], *, today:
                 )
                 stack += counts[key]
         peak = max(peak, stack)
+    # Round ticks, plus the allocatable and total lines; a round tick too close to those gives way.
+    step = max(10, round(y_max / 6, -1))
+    marks = [pool.allocatable_instances, pool.total_instances]
     ticks_y = sorted(
-        {
-            0,
-            pool.allocatable_instances,
-            pool.total_instances,
-            *range(0, y_max + 1, max(10, y_max // 5 // 10 * 10 or 10)),
-        }
+        {t for t in range(0, y_max + 1, int(step)) if all(abs(t - m) > y_max * 0.06 for m in marks)} | set(marks)
     )
     months = []
     day = pool.starts_on.replace(day=1)
     while day <= pool.ends_on:
-        if day >= pool.starts_on:
+        if day >= pool.starts_on and x(day) < CHART["left"] + plot_w - 30:  # no label cut at the right edge
             months.append({"x": x(day), "label": date_format(day, "Y-m")})
         day = (day + timedelta(days=32)).replace(day=1)
     return {

@@ -85,3 +85,8 @@ def test_nonsense_inputs_are_refused(kwargs, message):
     args = dict(parameters=10**9, tokens=None, hardware=H100, instance_count=1, **JAN) | kwargs
     with pytest.raises(ValueError, match=message):
         estimate(**args)
+
+
+def test_flops_for_display():
+    e = estimate(parameters=10**9, tokens=20_200_000_000, hardware=H100, instance_count=1, **JAN)
+    assert (round(e.flops_mantissa, 3), e.flops_exponent) == (1.212, 20)
