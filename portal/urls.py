@@ -7,6 +7,7 @@ from rest_framework.routers import DefaultRouter
 
 from portal.views import healthz
 from tenants import api as tenants_api
+from workloads import api as workloads_api
 
 router = DefaultRouter()
 router.register("organizations", tenants_api.OrganizationViewSet, basename="organization")
@@ -14,6 +15,10 @@ router.register("instance-types", tenants_api.InstanceTypeViewSet, basename="ins
 router.register("pools", tenants_api.CapacityPoolViewSet, basename="pool")
 router.register("capacity-requests", tenants_api.CapacityRequestViewSet, basename="capacity-request")
 router.register("allocations", tenants_api.AllocationViewSet, basename="allocation")
+router.register("workloads", workloads_api.WorkloadViewSet, basename="workload")
+router.register("support-cases", workloads_api.SupportCaseViewSet, basename="support-case")
+router.register("review-meetings", workloads_api.ReviewMeetingViewSet, basename="review-meeting")
+router.register("action-items", workloads_api.ActionItemViewSet, basename="action-item")
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
@@ -27,4 +32,5 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("", include("tenants.urls")),
+    path("", include("workloads.urls")),
 ]

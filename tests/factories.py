@@ -16,6 +16,7 @@ from tenants.models import (
     Region,
     StaffRole,
 )
+from workloads.models import SupportCase, Workload
 
 PASSWORD = "correct horse battery staple"
 
@@ -130,3 +131,46 @@ class AllocationFactory(factory.django.DjangoModelFactory):
 
 TENANT_FACTORIES[CapacityRequest] = CapacityRequestFactory
 TENANT_FACTORIES[Allocation] = AllocationFactory
+
+
+# --- Workloads and support cases (issue 5) -------------------------------------------------------
+
+
+class WorkloadFactory(factory.django.DjangoModelFactory):
+    """A dense 8B pre-training run on PyTorch FSDP; history rows come only from workloads.services."""
+
+    class Meta:
+        model = Workload
+
+    organization = factory.SubFactory(OrganizationFactory)
+    name = factory.Sequence(lambda n: f"workload-{n}")
+    phase = Workload.Phase.PRETRAINING
+    model_name = "Test-LM 8B"
+    architecture = Workload.Architecture.DENSE
+    parameter_count = 8 * 10**9
+    target_tokens = 2 * 10**12
+    framework = Workload.Framework.PYTORCH_FSDP
+    tensor_parallel = 1
+    pipeline_parallel = 1
+    data_parallel = 64
+    cluster_type = Workload.ClusterType.HYPERPOD_SLURM
+    storage = Workload.Storage.FSX_LUSTRE_S3
+    created_by = factory.SubFactory(UserFactory)
+
+
+class SupportCaseFactory(factory.django.DjangoModelFactory):
+    """A case row without history; tests of the history open cases through workloads.services."""
+
+    class Meta:
+        model = SupportCase
+
+    organization = factory.SubFactory(OrganizationFactory)
+    title = factory.Sequence(lambda n: f"NCCL timeout on job {n}")
+    description = "all_reduce hangs after 20 minutes on 16 nodes."
+    category = SupportCase.Category.NETWORKING
+    severity = SupportCase.Severity.S2
+    opened_by = factory.SubFactory(UserFactory)
+
+
+TENANT_FACTORIES[Workload] = WorkloadFactory
+TENANT_FACTORIES[SupportCase] = SupportCaseFactory

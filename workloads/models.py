@@ -416,6 +416,14 @@ class ReviewMeeting(models.Model):
         return f"{year}-W{week:02d}"
 
 
+class ActionItemQuerySet(TenantQuerySet):
+    def visible_to(self, user) -> ActionItemQuerySet:
+        # The weekly review is the program team's: staff see every item (program-wide ones too), tenants none.
+        from tenants.access import is_program_staff
+
+        return self.all() if is_program_staff(user) else self.none()
+
+
 class ActionItem(models.Model):
     """A to-do from a review meeting. Open items carry forward to every later week until done."""
 
@@ -467,7 +475,7 @@ class ActionItem(models.Model):
     )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
-    objects = TenantQuerySet.as_manager()
+    objects = ActionItemQuerySet.as_manager()
 
     class Meta:
         ordering = ["created_at", "pk"]

@@ -1,0 +1,72 @@
+import pytest
+
+from portal.celery import app as celery_app
+from tenants.models import Membership
+from tests.factories import AllocationFactory, MembershipFactory, WorkloadFactory
+
+
+@pytest.fixture(autouse=True)
+def eager_celery():
+    """Tasks enqueued on commit run in-process: tests see their email in mail.outbox, no broker needed."""
+    # shared_task resolves to the *current* app; a test that builds another Celery() (test_healthz) makes that
+    # one current, so put the portal's back first.
+    celery_app.set_current()
+    before = celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates
+    celery_app.conf.task_always_eager = True
+    celery_app.conf.task_eager_propagates = True
+    yield
+    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = before
+
+
+@pytest.fixture
+def lead(support, org):
+    """The support engineer who leads `org`: cases default to them."""
+    org.lead_engineer = support
+    org.save(update_fields=["lead_engineer"])
+    return support
+
+
+@pytest.fixture
+def colleague(org):
+    """A second member of `org`."""
+    return MembershipFactory(organization=org, role=Membership.Role.MEMBER).user
+
+
+@pytest.fixture
+def allocation(org):
+    return AllocationFactory(organization=org)
+
+
+@pytest.fixture
+def other_allocation(other_org):
+    return AllocationFactory(organization=other_org)
+
+
+@pytest.fixture
+def workload(org, member):
+    return WorkloadFactory(organization=org, created_by=member, name="sakura-70b-pretrain")
+
+
+@pytest.fixture
+def other_workload(other_org):
+    return WorkloadFactory(organization=other_org, name="kitsune-moe")
+
+
+WORKLOAD_INPUT = {
+    "name": "sakura-405b",
+    "phase": "pretraining",
+    "status": "planned",
+    "model_name": "Sakura-LM 405B",
+    "architecture": "dense",
+    "parameter_count": 405 * 10**9,
+    "active_parameter_count": None,
+    "target_tokens": 15 * 10**12,
+    "framework": "megatron",
+    "tensor_parallel": 8,
+    "pipeline_parallel": 8,
+    "data_parallel": 16,
+    "expert_parallel": 1,
+    "cluster_type": "hyperpod_slurm",
+    "storage": "fsx_lustre_s3",
+    "notes": "",
+}

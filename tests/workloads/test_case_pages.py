@@ -1,0 +1,187 @@
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from tests.factories import OrganizationFactory, SupportCaseFactory
+from workloads import services
+from workloads.models import CaseEvent, SupportCase
+
+pytestmark = pytest.mark.django_db
+# Plain text on purpose: it must appear verbatim (not HTML-escaped) wherever it is shown.
+SECRET = "INTERNAL checkpoint cadence is the real problem"
+CASES = reverse("workloads:case-list")
+
+
+def detail(case) -> str:
+    return reverse("workloads:case-detail", args=[case.pk])
+
+
+@pytest.fixture
+def case(member, org, lead):
+    return services.open_case(
+        user=member, organization=org, title="Checkpoint writes stall", description="FSx at 100%", category="storage"
+    )
+
+
+@pytest.fixture
+def support_client(lead):
+    client = Client()
+    client.force_login(lead)
+    return client
+
+
+def test_a_tenant_opens_a_case_from_the_form(member_client, member, org, lead, workload):
+    url = reverse("workloads:case-create", args=[org.slug])
+    assert workload.name in member_client.get(url, {"workload": workload.pk}).text
+    response = member_client.post(
+        url,
+        {"title": "EFA down", "category": "networking", "severity": "s1", "workload": workload.pk, "description": "x"},
+    )
+    case = SupportCase.objects.get()
+    assert response.status_code == 302 and response["Location"] == detail(case)
+    assert (case.assignee, case.workload, case.opened_by) == (lead, workload, member)
+
+
+def test_bad_case_input_is_shown_and_nothing_is_written(member_client, org, other_workload):
+    url = reverse("workloads:case-create", args=[org.slug])
+    response = member_client.post(
+        url, {"title": "", "category": "printer", "severity": "s1", "workload": other_workload.pk, "description": "x"}
+    )
+    assert response.status_code == 400
+    assert "This field is required." in response.text and "Select a valid choice" in response.text
+    assert not SupportCase.objects.exists()
+
+
+def test_internal_notes_never_reach_a_tenants_page(member_client, support_client, case, lead):
+    services.add_comment(user=lead, case=case, body="We are looking at the FSx metrics.")
+    services.add_comment(user=lead, case=case, body=SECRET, internal=True)
+
+    tenant = member_client.get(detail(case))
+    assert "We are looking at the FSx metrics." in tenant.text
+    assert SECRET not in tenant.text and "Internal note" not in tenant.text
+    assert 'name="internal"' not in tenant.text or 'type="hidden" name="internal"' in tenant.text
+    fragment = member_client.get(detail(case), headers={"HX-Request": "true"})
+    assert SECRET not in fragment.text and "<html" not in fragment.text
+
+    staff = support_client.get(detail(case))
+    assert SECRET in staff.text and "Internal note · staff only" in staff.text
+
+
+def test_a_tenant_posting_an_internal_note_is_refused(member_client, case):
+    response = member_client.post(reverse("workloads:case-comment", args=[case.pk]), {"body": "x", "internal": "on"})
+    assert response.status_code == 403
+    assert case.events.count() == 1
+
+
+def test_commenting_by_htmx_returns_the_updated_case(member_client, case):
+    response = member_client.post(
+        reverse("workloads:case-comment", args=[case.pk]), {"body": "Still stuck."}, headers={"HX-Request": "true"}
+    )
+    assert response.status_code == 200
+    assert 'id="case-body"' in response.text and "Still stuck." in response.text and "<html" not in response.text
+
+
+def test_an_empty_comment_is_a_form_error(member_client, case):
+    url = reverse("workloads:case-comment", args=[case.pk])
+    assert member_client.post(url, {"body": "  "}).status_code == 400
+    htmx = member_client.post(url, {"body": ""}, headers={"HX-Request": "true"})
+    assert htmx.status_code == 200 and "This field is required." in htmx.text  # htmx swaps the errors in
+    assert case.events.count() == 1
+
+
+def test_commenting_on_a_closed_case_says_to_reopen_it(member_client, case, lead):
+    services.update_case(user=lead, case=case, status="closed")
+    page = member_client.get(detail(case)).text
+    assert "This case is closed. Reopen it to add a comment." in page and "Reopen the case" in page
+    response = member_client.post(reverse("workloads:case-comment", args=[case.pk]), {"body": "Back again"})
+    assert response.status_code == 400
+    assert "This case is closed. Reopen it to add a comment." in response.text
+    assert not case.events.filter(body="Back again").exists()
+
+
+def test_reopening_from_the_page(member_client, case, lead):
+    services.update_case(user=lead, case=case, status="closed")
+    response = member_client.post(
+        reverse("workloads:case-update", args=[case.pk]), {"status": "open", "severity": case.severity, "workload": ""}
+    )
+    assert response.status_code == 302
+    case.refresh_from_db()
+    assert case.status == "open"
+    assert list(case.events.values_list("kind", flat=True)) == ["opened", "status", "status"]
+
+
+def test_staff_change_status_and_assignee_and_each_change_is_one_event(support_client, case, manager):
+    response = support_client.post(
+        reverse("workloads:case-update", args=[case.pk]),
+        {"status": "waiting_on_tenant", "severity": case.severity, "assignee": manager.pk, "comment": "Need logs."},
+        headers={"HX-Request": "true"},
+    )
+    assert response.status_code == 200 and "Need logs." in response.text
+    case.refresh_from_db()
+    assert (case.status, case.assignee) == ("waiting_on_tenant", manager)
+    assert list(case.events.values_list("kind", flat=True)) == ["opened", "status", "assignee", "comment"]
+
+
+def test_a_tenant_is_not_offered_triage_and_cannot_force_it(member_client, case):
+    page = member_client.get(detail(case)).text
+    assert 'value="in_progress"' not in page and 'name="assignee"' not in page
+    response = member_client.post(
+        reverse("workloads:case-update", args=[case.pk]), {"status": "in_progress", "severity": case.severity}
+    )
+    assert response.status_code == 400 and "Select a valid choice" in response.text
+    case.refresh_from_db()
+    assert case.status == "open"
+
+
+def test_the_page_shows_time_to_first_response_and_time_open(member_client, case, lead):
+    SupportCase.objects.filter(pk=case.pk).update(created_at=case.created_at.replace(year=2020))
+    services.add_comment(user=lead, case=case, body="On it.")
+    text = member_client.get(detail(case)).text
+    assert "First response" in text and "Time open" in text
+    assert "after 6" in text  # six-plus years between the back-dated opening and the reply
+
+
+def test_a_tenant_lists_its_own_cases_only(member_client, case, other_org):
+    theirs = SupportCaseFactory(organization=other_org, title="Their secret case")
+    text = member_client.get(CASES).text
+    assert case.title in text and theirs.title not in text
+
+
+def test_the_case_list_shows_active_cases_by_default_and_filters(manager_client, case, lead, other_org):
+    done = SupportCaseFactory(organization=other_org, title="Old quota case", status="closed", category="quota")
+    text = manager_client.get(CASES).text
+    assert case.title in text and done.title not in text
+    text = manager_client.get(CASES, {"state": "done", "category": "quota"}).text
+    assert done.title in text and case.title not in text
+    fragment = manager_client.get(CASES, {"severity": "s3"}, headers={"HX-Request": "true"})
+    assert 'id="case-table"' in fragment.text and "<html" not in fragment.text
+    assert manager_client.get(CASES, {"severity": "s9"}).status_code == 400
+
+
+def test_the_case_list_runs_a_fixed_number_of_queries(manager_client):
+    def grow(count):
+        for _ in range(count):
+            SupportCaseFactory(organization=OrganizationFactory())
+
+    grow(3)
+    with CaptureQueriesContext(connection) as small:
+        manager_client.get(CASES)
+    grow(25)
+    with CaptureQueriesContext(connection) as large:
+        manager_client.get(CASES)
+    assert len(large) == len(small)
+
+
+def test_the_case_page_runs_a_fixed_number_of_queries(member_client, member, case, lead):
+    services.add_comment(user=lead, case=case, body="1")
+    with CaptureQueriesContext(connection) as small:
+        member_client.get(detail(case))
+    for n in range(20):
+        staff = n % 2 == 0
+        services.add_comment(user=lead if staff else member, case=case, body=str(n), internal=staff and n % 4 == 0)
+    with CaptureQueriesContext(connection) as large:
+        member_client.get(detail(case))
+    assert len(large) == len(small)
+    assert CaseEvent.objects.filter(case=case).count() == 22
