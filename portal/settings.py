@@ -135,7 +135,10 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
-CELERY_BEAT_SCHEDULE: dict = {}
+CELERY_BEAT_SCHEDULE: dict = {
+    # Allocations move scheduled → active → expired as program days pass.
+    "refresh-allocation-statuses": {"task": "tenants.tasks.refresh_allocation_statuses", "schedule": 3600.0},
+}
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 # --- AWS ------------------------------------------------------------------------------------
