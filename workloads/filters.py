@@ -19,16 +19,23 @@ def _organizations(request):
     return visible_organizations(request.user).order_by("name")
 
 
+ALL = _("All")
+
+
 class WorkloadFilter(filters.FilterSet):
     organization = filters.ModelChoiceFilter(
-        label=_("Organization"), field_name="organization", to_field_name="slug", queryset=_organizations
+        label=_("Organization"),
+        field_name="organization",
+        to_field_name="slug",
+        queryset=_organizations,
+        empty_label=ALL,
     )
-    phase = filters.ChoiceFilter(label=_("Phase"), choices=Workload.Phase.choices)
-    framework = filters.ChoiceFilter(label=_("Framework"), choices=Workload.Framework.choices)
-    cluster_type = filters.ChoiceFilter(label=_("Cluster type"), choices=Workload.ClusterType.choices)
-    status = filters.ChoiceFilter(label=_("Status"), choices=Workload.Status.choices)
-    architecture = filters.ChoiceFilter(label=_("Architecture"), choices=Workload.Architecture.choices)
-    storage = filters.ChoiceFilter(label=_("Storage"), choices=Workload.Storage.choices)
+    phase = filters.ChoiceFilter(label=_("Phase"), empty_label=ALL, choices=Workload.Phase.choices)
+    framework = filters.ChoiceFilter(label=_("Framework"), empty_label=ALL, choices=Workload.Framework.choices)
+    cluster_type = filters.ChoiceFilter(label=_("Cluster type"), empty_label=ALL, choices=Workload.ClusterType.choices)
+    status = filters.ChoiceFilter(label=_("Status"), empty_label=ALL, choices=Workload.Status.choices)
+    architecture = filters.ChoiceFilter(label=_("Architecture"), empty_label=ALL, choices=Workload.Architecture.choices)
+    storage = filters.ChoiceFilter(label=_("Storage"), empty_label=ALL, choices=Workload.Storage.choices)
     q = filters.CharFilter(label=_("Search"), method="search", help_text="Part of the workload or model name.")
 
     class Meta:
@@ -41,17 +48,22 @@ class WorkloadFilter(filters.FilterSet):
 
 class SupportCaseFilter(filters.FilterSet):
     organization = filters.ModelChoiceFilter(
-        label=_("Organization"), field_name="organization", to_field_name="slug", queryset=_organizations
+        label=_("Organization"),
+        field_name="organization",
+        to_field_name="slug",
+        queryset=_organizations,
+        empty_label=ALL,
     )
     state = filters.ChoiceFilter(
         label=_("Open or done"),
+        empty_label=ALL,
         choices=[("active", _("Open, in progress or waiting")), ("done", _("Resolved or closed"))],
         method="filter_state",
         help_text="active: open, in progress or waiting on tenant; done: resolved or closed.",
     )
-    status = filters.ChoiceFilter(label=_("Status"), choices=SupportCase.Status.choices)
-    severity = filters.ChoiceFilter(label=_("Severity"), choices=SupportCase.Severity.choices)
-    category = filters.ChoiceFilter(label=_("Category"), choices=SupportCase.Category.choices)
+    status = filters.ChoiceFilter(label=_("Status"), empty_label=ALL, choices=SupportCase.Status.choices)
+    severity = filters.ChoiceFilter(label=_("Severity"), empty_label=ALL, choices=SupportCase.Severity.choices)
+    category = filters.ChoiceFilter(label=_("Category"), empty_label=ALL, choices=SupportCase.Category.choices)
     assignee = filters.CharFilter(label=_("Assignee"), field_name="assignee__username", help_text="A username.")
     workload = filters.NumberFilter(label=_("Workload"), field_name="workload_id")
 

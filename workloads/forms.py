@@ -156,7 +156,9 @@ class CaseUpdateForm(forms.Form):
     workload = forms.ModelChoiceField(
         label=_("Workload"), queryset=Workload.objects.none(), required=False, empty_label=_("none")
     )
-    comment = forms.CharField(label=_("Comment"), widget=forms.Textarea(attrs={"rows": 2}), required=False)
+    comment = forms.CharField(
+        label=_("Comment with the change (optional)"), widget=forms.Textarea(attrs={"rows": 2}), required=False
+    )
 
     def __init__(self, *args, case: SupportCase, staff: bool, **kwargs):
         kwargs.setdefault(

@@ -155,9 +155,22 @@ class Workload(models.Model):
             raise ValidationError(errors)
 
     @property
+    def storage_short(self) -> str:
+        """The storage choice in a few words, for tables."""
+        return str(STORAGE_SHORT.get(self.storage, self.get_storage_display()))
+
+    @property
     def world_size(self) -> int:
         """Accelerators the parallelism layout needs (expert parallelism shards within data parallelism)."""
         return self.tensor_parallel * self.pipeline_parallel * self.data_parallel
+
+
+STORAGE_SHORT = {
+    Workload.Storage.FSX_LUSTRE_S3: _("FSx Lustre + S3"),
+    Workload.Storage.FSX_OPENZFS: _("FSx OpenZFS"),
+    Workload.Storage.S3_ONLY: _("S3 only"),
+    Workload.Storage.INSTANCE_NVME: _("Instance NVMe"),
+}
 
 
 class WorkloadChange(models.Model):

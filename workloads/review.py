@@ -59,6 +59,10 @@ class OrgWeek:
     action_items: list[ActionItem] = field(default_factory=list)
 
     @property
+    def open_action_items(self) -> list[ActionItem]:
+        return [item for item in self.action_items if item.status == ActionItem.Status.OPEN]
+
+    @property
     def is_quiet(self) -> bool:
         return not (self.open_cases or self.opened or self.resolved or self.workloads or self.action_items)
 

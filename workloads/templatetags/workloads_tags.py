@@ -33,9 +33,9 @@ def sort_link(context, key: str, label: str) -> str:
     arrow = "▲" if current == key else "▼" if current == f"-{key}" else ""
     query = urlencode(params, doseq=True)
     return format_html(
-        '<a href="?{}" hx-get="?{}" hx-target="closest .htmx-table" hx-swap="outerHTML" hx-push-url="true">{}</a>{}',
+        '<a href="?{}" hx-get="?{}" hx-target="closest .htmx-table" hx-swap="outerHTML" hx-push-url="true">{}{}</a>',
         query,
         query,
         label,
-        format_html(' <span aria-hidden="true">{}</span>', arrow) if arrow else "",
+        format_html('&nbsp;<span aria-hidden="true">{}</span>', arrow) if arrow else "",
     )

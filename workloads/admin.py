@@ -1,0 +1,82 @@
+from django.contrib import admin
+
+from workloads.models import ActionItem, CaseEvent, ReviewMeeting, SupportCase, Workload, WorkloadChange
+
+# --- Workloads and support cases (issue 5) -------------------------------------------------------
+# View-only: every write goes through workloads.services, which keeps the field history and the case
+# events and sends the notifications. An admin edit would bypass all three.
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class ReadOnlyInline(admin.TabularInline):
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class WorkloadChangeInline(ReadOnlyInline):
+    model = WorkloadChange
+    fields = ["changed_at", "actor", "kind", "field", "old_value", "new_value"]
+    readonly_fields = fields
+    ordering = ["-changed_at", "-pk"]
+
+
+@admin.register(Workload)
+class WorkloadAdmin(ReadOnlyAdmin):
+    list_display = [
+        "name",
+        "organization",
+        "phase",
+        "parameter_count",
+        "framework",
+        "cluster_type",
+        "status",
+        "updated_at",
+    ]
+    list_filter = ["status", "phase", "framework", "cluster_type", "storage", "organization"]
+    list_select_related = ["organization"]
+    search_fields = ["name", "model_name", "organization__name"]
+    inlines = [WorkloadChangeInline]
+
+
+class CaseEventInline(ReadOnlyInline):
+    model = CaseEvent
+    fields = ["created_at", "actor", "kind", "internal", "body", "old_value", "new_value", "notified_at"]
+    readonly_fields = fields
+    ordering = ["created_at", "pk"]
+
+
+@admin.register(SupportCase)
+class SupportCaseAdmin(ReadOnlyAdmin):
+    list_display = ["__str__", "organization", "category", "severity", "status", "assignee", "created_at", "updated_at"]
+    list_filter = ["status", "severity", "category", "organization"]
+    list_select_related = ["organization", "assignee"]
+    search_fields = ["title", "organization__name"]
+    inlines = [CaseEventInline]
+
+
+class ActionItemInline(ReadOnlyInline):
+    model = ActionItem
+    fields = ["text", "organization", "owner", "due_on", "case", "status", "done_at"]
+    readonly_fields = fields
+
+
+@admin.register(ReviewMeeting)
+class ReviewMeetingAdmin(ReadOnlyAdmin):
+    list_display = ["iso_week", "week_start", "created_by", "updated_at"]
+    inlines = [ActionItemInline]
