@@ -136,9 +136,13 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BEAT_SCHEDULE: dict = {
+    # Clusters in flight or in service: status, nodes, health and run intervals (fanned out in batches).
+    "poll-clusters": {"task": "workloads.cluster_tasks.poll_clusters", "schedule": 60.0},
     # Allocations move scheduled → active → expired as program days pass.
     "refresh-allocation-statuses": {"task": "tenants.tasks.refresh_allocation_statuses", "schedule": 3600.0},
 }
+# Task modules outside the `tasks.py` that autodiscovery finds.
+CELERY_IMPORTS = ["workloads.cluster_tasks"]
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 # --- AWS ------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from rest_framework.routers import DefaultRouter
 from portal.views import healthz
 from tenants import api as tenants_api
 from workloads import api as workloads_api
+from workloads import cluster_api
 
 router = DefaultRouter()
 router.register("organizations", tenants_api.OrganizationViewSet, basename="organization")
@@ -19,6 +20,7 @@ router.register("workloads", workloads_api.WorkloadViewSet, basename="workload")
 router.register("support-cases", workloads_api.SupportCaseViewSet, basename="support-case")
 router.register("review-meetings", workloads_api.ReviewMeetingViewSet, basename="review-meeting")
 router.register("action-items", workloads_api.ActionItemViewSet, basename="action-item")
+router.register("clusters", cluster_api.ClusterViewSet, basename="cluster")
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),

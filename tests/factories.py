@@ -4,6 +4,7 @@ from datetime import date, timedelta
 
 import factory
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 
 from tenants.models import (
     Allocation,
@@ -16,7 +17,7 @@ from tenants.models import (
     Region,
     StaffRole,
 )
-from workloads.models import SupportCase, Workload
+from workloads.models import Cluster, ClusterInstanceGroup, OrgCloudSettings, SupportCase, Workload
 
 PASSWORD = "correct horse battery staple"
 
@@ -174,3 +175,61 @@ class SupportCaseFactory(factory.django.DjangoModelFactory):
 
 TENANT_FACTORIES[Workload] = WorkloadFactory
 TENANT_FACTORIES[SupportCase] = SupportCaseFactory
+
+
+# --- Clusters (issue #4) --------------------------------------------------------------------------
+
+
+class ActiveAllocationFactory(AllocationFactory):
+    """An allocation active today (program time), which is what a cluster is made from."""
+
+    status = Allocation.Status.ACTIVE
+    starts_on = factory.LazyFunction(lambda: timezone.localdate() - timedelta(days=7))
+    ends_on = factory.LazyFunction(lambda: timezone.localdate() + timedelta(days=60))
+
+
+class OrgCloudSettingsFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = OrgCloudSettings
+        django_get_or_create = ["organization"]
+
+    organization = factory.SubFactory(OrganizationFactory)
+    lifecycle_s3_uri = factory.LazyAttribute(lambda s: f"s3://sagemaker-{s.organization.slug}-lifecycle/hyperpod/")
+    execution_role_arn = factory.LazyAttribute(
+        lambda s: f"arn:aws:iam::{s.organization.aws_account_id}:role/HyperPodExecution"
+    )
+    subnet_ids = factory.LazyFunction(lambda: ["subnet-0abc1234"])
+    security_group_ids = factory.LazyFunction(lambda: ["sg-0abc1234"])
+
+
+class ClusterFactory(factory.django.DjangoModelFactory):
+    """A cluster row in service with two P5 workers (no cloud call: tests of provisioning use the services)."""
+
+    class Meta:
+        model = Cluster
+        skip_postgeneration_save = True
+
+    organization = factory.SubFactory(OrganizationFactory)
+    allocation = factory.SubFactory(ActiveAllocationFactory, organization=factory.SelfAttribute("..organization"))
+    name = factory.Sequence(lambda n: f"cluster-{n}")
+    kind = Cluster.Kind.HYPERPOD_SLURM
+    region = factory.SelfAttribute("allocation.pool.region")
+    status = Cluster.Status.IN_SERVICE
+    cloud_name = factory.Sequence(lambda n: f"fmp-test-{n}")
+    lifecycle_s3_uri = "s3://sagemaker-test-lifecycle/hyperpod/"
+    execution_role_arn = "arn:aws:iam::111122223333:role/HyperPodExecution"
+    subnet_ids = factory.LazyFunction(lambda: ["subnet-0abc1234"])
+
+    @factory.post_generation
+    def workers(obj, create, extracted, **kwargs):
+        if create:
+            ClusterInstanceGroup.objects.create(
+                organization=obj.organization,
+                cluster=obj,
+                name="workers-p5-48xlarge",
+                instance_type=obj.allocation.pool.instance_type.api_name,
+                instance_count=2 if extracted is None else extracted,
+            )
+
+
+TENANT_FACTORIES[Cluster] = ClusterFactory

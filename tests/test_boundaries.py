@@ -20,7 +20,8 @@ def test_views_and_api_never_query_tenant_models_directly():
     forbidden = re.compile(rf"\b({names})\.objects\.(get|filter|all|exclude|first|last)\(")
     offenders = []
     for path in Path(settings.BASE_DIR).glob("*/*.py"):
-        if path.name in ("views.py", "api.py") and ".venv" not in path.parts:
+        # cluster_views.py, cluster_api.py and the like are views and API modules too.
+        if path.name.endswith(("views.py", "api.py")) and ".venv" not in path.parts:
             for number, line in enumerate(path.read_text().splitlines(), start=1):
                 if forbidden.search(line):
                     offenders.append(f"{path.relative_to(settings.BASE_DIR)}:{number}: {line.strip()}")

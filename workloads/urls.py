@@ -1,6 +1,6 @@
 from django.urls import path
 
-from workloads import views
+from workloads import cluster_views, views
 
 app_name = "workloads"
 
@@ -21,4 +21,9 @@ urlpatterns = [
     path("review/<str:week>/meeting/", views.review_meeting_save, name="review-meeting-save"),
     path("review/<str:week>/action-items/", views.review_action_item_add, name="review-action-item-add"),
     path("review/action-items/<int:pk>/status/", views.review_action_item_status, name="review-action-item-status"),
+    path("clusters/", cluster_views.cluster_list, name="cluster-list"),
+    path("clusters/<int:pk>/", cluster_views.cluster_detail, name="cluster-detail"),
+    path("clusters/<int:pk>/delete/", cluster_views.cluster_delete, name="cluster-delete"),
+    path("clusters/<int:pk>/retry/", cluster_views.cluster_retry, name="cluster-retry"),
+    path("orgs/<slug:org_slug>/clusters/new/", cluster_views.cluster_create, name="cluster-create"),
 ]

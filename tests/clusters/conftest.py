@@ -1,0 +1,57 @@
+import copy
+
+import pytest
+from moto.sagemaker.models import sagemaker_backends
+
+from tests.cloud.conftest import aws  # noqa: F401  (re-exported fixture: moto in process)
+from tests.factories import ActiveAllocationFactory, MembershipFactory, OrgCloudSettingsFactory, instance_type
+
+
+@pytest.fixture
+def allocation(org):
+    """Eight P5 in us-east-1, active today, for the `org` fixture (Alpha Lab)."""
+    OrgCloudSettingsFactory(organization=org)
+    return ActiveAllocationFactory(organization=org, instance_count=8, pool__instance_type=instance_type("p5.48xlarge"))
+
+
+@pytest.fixture
+def other_allocation(other_org):
+    OrgCloudSettingsFactory(organization=other_org)
+    return ActiveAllocationFactory(organization=other_org, instance_count=8)
+
+
+@pytest.fixture
+def actor(org):
+    return MembershipFactory(organization=org).user
+
+
+class Emulator:
+    """Reach into moto's SageMaker backend of one tenant account to play the cloud's part."""
+
+    def __init__(self, account_id: str, region: str = "us-east-1"):
+        self.backend = sagemaker_backends[account_id][region]
+
+    def clusters(self) -> list[str]:
+        return list(self.backend.clusters)
+
+    def cluster(self, name: str):
+        return self.backend.clusters[name]
+
+    def set_cluster_status(self, name: str, status: str, message: str = "") -> None:
+        self.cluster(name).status = status
+        self.cluster(name).failure_message = message
+
+    def set_node_status(self, name: str, node_id: str, status: str) -> None:
+        self.cluster(name).nodes[node_id].status = status
+
+    def replace_node(self, name: str, node_id: str, new_id: str) -> None:
+        nodes = self.cluster(name).nodes
+        replacement = copy.copy(nodes.pop(node_id))
+        replacement.instance_id = new_id
+        nodes[new_id] = replacement
+
+
+@pytest.fixture
+def emulator(request, org):
+    request.getfixturevalue("aws")  # moto in process, set up before the emulator is reached into
+    return Emulator(org.aws_account_id)

@@ -1,0 +1,119 @@
+"""/api/v1/clusters/: create → 202 with a status URL, list, detail, delete → deleting, nodes."""
+
+import pytest
+from django.utils import timezone
+
+from tenants.models import StaffRole
+from tests.factories import ClusterFactory, StaffRoleFactory
+from workloads.models import Cluster, ClusterNode
+
+pytestmark = pytest.mark.django_db
+
+
+def payload(allocation, **overrides):
+    body = {"allocation": allocation.pk, "name": "llm-pretrain", "kind": "hyperpod_slurm", "instance_count": 4}
+    body.update(overrides)
+    return body
+
+
+def test_create_answers_202_with_the_cluster_and_its_status_url(
+    member_api, org, allocation, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks() as callbacks:
+        response = member_api.post("/api/v1/clusters/", payload(allocation), format="json")
+    assert response.status_code == 202
+    body = response.json()
+    cluster = Cluster.objects.get()
+    assert body["id"] == cluster.pk and body["status"] == "requested" and body["organization"] == org.slug
+    assert body["status_url"] == f"http://testserver/api/v1/clusters/{cluster.pk}/"
+    assert response["Location"] == body["status_url"]
+    assert {(g["role"], g["instance_count"]) for g in body["groups"]} == {("controller", 1), ("worker", 4)}
+    assert len(callbacks) == 1
+    assert member_api.get(body["status_url"]).json()["status"] == "requested"
+
+
+def test_create_over_the_allocation_is_400_with_the_limit(member_api, allocation):
+    response = member_api.post("/api/v1/clusters/", payload(allocation, instance_count=20), format="json")
+    assert response.status_code == 400
+    assert "more than your allocation allows: 8" in response.json()["instance_count"][0]
+    assert not Cluster.objects.exists()
+
+
+def test_another_orgs_allocation_id_is_refused(member_api, allocation, other_allocation):
+    response = member_api.post("/api/v1/clusters/", payload(other_allocation), format="json")
+    assert response.status_code == 400
+    assert response.json() == {"allocation": ["No active allocation of your organization has this id."]}
+    assert not Cluster.objects.exists()
+
+
+def test_bad_input_names_each_field(member_api, allocation):
+    bad = {"allocation": allocation.pk, "name": "Bad Name", "instance_count": 0}
+    response = member_api.post("/api/v1/clusters/", bad, format="json")
+    assert response.status_code == 400
+    assert set(response.json()) == {"name", "instance_count"}
+    assert not Cluster.objects.exists()
+
+
+def test_list_is_scoped_to_the_callers_org(member_api, org, other_org):
+    ClusterFactory(organization=org, name="mine")
+    ClusterFactory(organization=other_org, name="theirs")
+    names = [c["name"] for c in member_api.get("/api/v1/clusters/").json()["results"]]
+    assert names == ["mine"]
+
+
+def test_staff_list_every_org(api_client, manager, org, other_org):
+    ClusterFactory(organization=org)
+    ClusterFactory(organization=other_org)
+    api_client.force_authenticate(manager)
+    assert api_client.get("/api/v1/clusters/").json()["count"] == 2
+
+
+def test_delete_answers_202_and_the_cluster_is_deleting(member_api, org):
+    cluster = ClusterFactory(organization=org)
+    response = member_api.delete(f"/api/v1/clusters/{cluster.pk}/")
+    assert response.status_code == 202
+    assert response.json()["status"] == "deleting"
+    again = member_api.delete(f"/api/v1/clusters/{cluster.pk}/")
+    assert again.status_code == 400 and "cannot be deleted" in again.json()["non_field_errors"][0]
+
+
+def test_nodes_are_listed_with_pagination(member_api, org):
+    cluster = ClusterFactory(organization=org)
+    now = timezone.now()
+    for n in range(3):
+        ClusterNode.objects.create(
+            organization=org,
+            cluster=cluster,
+            instance_id=f"i-{n}",
+            group_name="workers",
+            instance_type="p5.48xlarge",
+            status="Running",
+            launch_time=now,
+            first_seen_at=now,
+            last_seen_at=now,
+        )
+    body = member_api.get(f"/api/v1/clusters/{cluster.pk}/nodes/").json()
+    assert body["count"] == 3
+    assert [n["instance_id"] for n in body["results"]] == ["i-0", "i-1", "i-2"]
+
+
+def test_support_engineer_cannot_create_or_delete(api_client, org, allocation):
+    api_client.force_authenticate(StaffRoleFactory(role=StaffRole.Role.SUPPORT_ENGINEER).user)
+    cluster = ClusterFactory(organization=org)
+    assert api_client.get(f"/api/v1/clusters/{cluster.pk}/").status_code == 200
+    response = api_client.post("/api/v1/clusters/", payload(allocation, organization=org.slug), format="json")
+    assert response.status_code == 403
+    assert api_client.delete(f"/api/v1/clusters/{cluster.pk}/").status_code == 403
+    assert Cluster.objects.count() == 1
+
+
+def test_program_manager_creates_for_a_named_org(api_client, manager, org, allocation):
+    api_client.force_authenticate(manager)
+    response = api_client.post("/api/v1/clusters/", payload(allocation, organization=org.slug), format="json")
+    assert response.status_code == 202
+
+
+def test_schema_documents_the_cluster_endpoints(client):
+    paths = client.get("/api/schema/?format=json").json()["paths"]
+    assert "/api/v1/clusters/" in paths and "/api/v1/clusters/{id}/nodes/" in paths
+    assert "202" in paths["/api/v1/clusters/"]["post"]["responses"]

@@ -1,0 +1,196 @@
+"""Cluster pages: list, detail with live status, create from an allocation, delete with confirmation."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from tenants.models import StaffRole
+from tests.factories import ClusterFactory, MembershipFactory, StaffRoleFactory
+from workloads.models import Cluster, ClusterEvent, ClusterNode, HealthEvent
+
+pytestmark = pytest.mark.django_db
+
+
+def add_nodes(cluster, count):
+    now = timezone.now()
+    ClusterNode.objects.bulk_create(
+        ClusterNode(
+            organization=cluster.organization,
+            cluster=cluster,
+            instance_id=f"i-{cluster.pk:04d}{n:05d}",
+            group_name="workers-p5-48xlarge",
+            instance_type="p5.48xlarge",
+            status="Running" if n else "Failure",
+            launch_time=now,
+            first_seen_at=now,
+            last_seen_at=now,
+        )
+        for n in range(count)
+    )
+
+
+@pytest.fixture
+def support_client(client):
+    client.force_login(StaffRoleFactory(role=StaffRole.Role.SUPPORT_ENGINEER).user)
+    return client
+
+
+def test_tenant_lists_its_own_clusters_only(member_client, org, other_org):
+    mine = ClusterFactory(organization=org, name="alpha-llm")
+    ClusterFactory(organization=other_org, name="beta-secret")
+    page = member_client.get("/clusters/")
+    assert page.status_code == 200
+    assert "alpha-llm" in page.text and "beta-secret" not in page.text
+    assert f"/clusters/{mine.pk}/" in page.text
+    assert "2 × p5.48xlarge" in page.text
+
+
+def test_staff_see_every_orgs_clusters(manager_client, org, other_org):
+    ClusterFactory(organization=org, name="alpha-llm")
+    ClusterFactory(organization=other_org, name="beta-llm")
+    page = manager_client.get("/clusters/")
+    assert "alpha-llm" in page.text and "beta-llm" in page.text
+    assert "Beta Lab" in page.text  # the organization column
+
+
+def test_empty_list_says_so(member_client, org):
+    assert "No clusters yet" in member_client.get("/clusters/").text
+
+
+def test_list_polls_only_while_a_cluster_is_in_flight(member_client, org):
+    cluster = ClusterFactory(organization=org)
+    assert 'hx-trigger="every 5s"' not in member_client.get("/clusters/").text
+    Cluster.objects.filter(pk=cluster.pk).update(status=Cluster.Status.PROVISIONING)
+    fragment = member_client.get("/clusters/", headers={"HX-Request": "true"})
+    assert "<html" not in fragment.text
+    assert 'id="cluster-rows"' in fragment.text and 'hx-trigger="every 5s"' in fragment.text
+
+
+@pytest.mark.parametrize("url", ["/clusters/", "detail"])
+def test_pages_issue_a_bounded_number_of_queries(member_client, org, url):
+    def count(clusters, nodes):
+        for _ in range(clusters):
+            add_nodes(ClusterFactory(organization=org), nodes)
+        target = f"/clusters/{Cluster.objects.first().pk}/" if url == "detail" else url
+        with CaptureQueriesContext(connection) as queries:
+            assert member_client.get(target).status_code == 200
+        return len(queries)
+
+    small = count(2, 2)
+    large = count(30, 60)
+    assert small == large
+
+
+def test_detail_shows_status_nodes_health_and_timeline(member_client, org):
+    cluster = ClusterFactory(organization=org, status=Cluster.Status.DEGRADED, status_message="Node health problem")
+    add_nodes(cluster, 3)
+    HealthEvent.objects.create(
+        organization=org,
+        cluster=cluster,
+        instance_id=f"i-{cluster.pk:04d}00000",
+        kind=HealthEvent.Kind.NODE_FAILURE,
+        severity=HealthEvent.Severity.CRITICAL,
+        message="GPU fell off the bus",
+        observed_at=timezone.now(),
+    )
+    ClusterEvent.objects.create(organization=org, cluster=cluster, from_status="in_service", to_status="degraded")
+    page = member_client.get(f"/clusters/{cluster.pk}/")
+    assert page.status_code == 200
+    text = page.text
+    assert "Degraded" in text and "Node health problem" in text
+    assert f"i-{cluster.pk:04d}00002" in text
+    assert "GPU fell off the bus" in text and "1 open" in text
+    assert "In service</span> → <span" in text
+    assert 'hx-trigger="every 3s"' not in text  # not in flight: no polling
+
+
+def test_detail_polls_with_a_progress_indicator_while_provisioning(member_client, org):
+    cluster = ClusterFactory(organization=org, status=Cluster.Status.PROVISIONING)
+    page = member_client.get(f"/clusters/{cluster.pk}/")
+    assert 'hx-trigger="every 3s"' in page.text and "<progress" in page.text
+    fragment = member_client.get(f"/clusters/{cluster.pk}/", headers={"HX-Request": "true"})
+    assert "<html" not in fragment.text and 'id="cluster-live"' in fragment.text
+
+
+def test_create_form_is_prefilled_from_the_allocation(member_client, org, allocation):
+    page = member_client.get(f"/orgs/{org.slug}/clusters/new/?allocation={allocation.pk}")
+    assert page.status_code == 200
+    form = page.context["form"]
+    assert form.initial["allocation"] == allocation.pk
+    assert form.initial["instance_count"] == 8
+    assert form.initial["name"] == "p5-training"
+
+
+def post_form(client, org, allocation, **overrides):
+    data = {
+        "allocation": allocation.pk,
+        "name": "llm-pretrain",
+        "kind": "hyperpod_slurm",
+        "instance_count": 4,
+        "threads_per_core": 1,
+        "storage": "none",
+        "storage_capacity_gib": 1200,
+    }
+    data.update(overrides)
+    return client.post(f"/orgs/{org.slug}/clusters/new/", data)
+
+
+def test_create_from_the_form_redirects_to_the_live_detail(member_client, org, allocation):
+    response = post_form(member_client, org, allocation)
+    cluster = Cluster.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/clusters/{cluster.pk}/"
+    assert cluster.status == Cluster.Status.REQUESTED
+    assert cluster.groups.get(role="worker").instance_count == 4
+
+
+def test_form_over_the_allocation_shows_the_limit_and_writes_nothing(member_client, org, allocation):
+    response = post_form(member_client, org, allocation, instance_count=12)
+    assert response.status_code == 400
+    assert "12 × p5.48xlarge is more than your allocation allows: 8 in us-east-1" in response.text
+    assert not Cluster.objects.exists()
+
+
+def test_form_cannot_pick_another_orgs_allocation(member_client, org, allocation, other_allocation):
+    response = post_form(member_client, org, other_allocation)
+    assert response.status_code == 400
+    assert "Select a valid choice" in response.text
+    assert not Cluster.objects.exists()
+
+
+def test_support_engineers_watch_but_cannot_create_or_delete(support_client, org, allocation):
+    cluster = ClusterFactory(organization=org)
+    assert support_client.get(f"/clusters/{cluster.pk}/").status_code == 200
+    assert support_client.get(f"/orgs/{org.slug}/clusters/new/").status_code == 403
+    assert post_form(support_client, org, allocation).status_code == 403
+    assert support_client.post(f"/clusters/{cluster.pk}/delete/").status_code == 403
+    cluster.refresh_from_db()
+    assert cluster.status == Cluster.Status.IN_SERVICE
+
+
+def test_delete_asks_for_confirmation_then_moves_to_deleting(member_client, org):
+    cluster = ClusterFactory(organization=org, workers=6)
+    confirm = member_client.get(f"/clusters/{cluster.pk}/delete/")
+    assert confirm.status_code == 200 and "terminates its 6 instances" in confirm.text
+    cluster.refresh_from_db()
+    assert cluster.status == Cluster.Status.IN_SERVICE  # looking is not deleting
+    response = member_client.post(f"/clusters/{cluster.pk}/delete/")
+    assert response.status_code == 302
+    cluster.refresh_from_db()
+    assert cluster.status == Cluster.Status.DELETING
+    assert member_client.post(f"/clusters/{cluster.pk}/delete/").status_code == 400  # already deleting
+
+
+def test_retry_button_requeues_a_failed_cluster(member_client, org):
+    cluster = ClusterFactory(organization=org, status=Cluster.Status.FAILED, status_message="capacity")
+    page = member_client.get(f"/clusters/{cluster.pk}/")
+    assert "Retry" in page.text and "capacity" in page.text
+    member_client.post(f"/clusters/{cluster.pk}/retry/")
+    cluster.refresh_from_db()
+    assert (cluster.status, cluster.attempt) == (Cluster.Status.REQUESTED, 2)
+
+
+def test_another_member_of_the_same_org_may_delete(client, org):
+    cluster = ClusterFactory(organization=org)
+    client.force_login(MembershipFactory(organization=org).user)
+    assert client.post(f"/clusters/{cluster.pk}/delete/").status_code == 302

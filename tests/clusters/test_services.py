@@ -1,0 +1,356 @@
+"""Cluster services against moto's SageMaker in process: lifecycle, allocation limit, redelivery, polling."""
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from portal.cloud import CloudStatus, ClusterDescription, TransientCloudError
+from tenants.models import Allocation
+from tests.factories import ActiveAllocationFactory, ClusterFactory, instance_type
+from workloads import cluster_services, cluster_tasks
+from workloads.cluster_services import GroupRequest
+from workloads.models import Cluster, ClusterEvent, HealthEvent, NodeInterval
+
+pytestmark = pytest.mark.django_db
+P5 = "p5.48xlarge"
+
+
+def create(org, allocation, actor, count=2, name="llm-pretrain", **kwargs):
+    return cluster_services.create_cluster(
+        organization=org,
+        allocation=allocation,
+        name=name,
+        kind=kwargs.pop("kind", Cluster.Kind.HYPERPOD_SLURM),
+        groups=[GroupRequest(P5, count)],
+        actor=actor,
+        **kwargs,
+    )
+
+
+def timeline(cluster) -> list[tuple[str, str]]:
+    return list(cluster.events.order_by("pk").values_list("from_status", "to_status"))
+
+
+# --- Create and the allocation limit -------------------------------------------------------
+
+
+def test_create_records_a_requested_cluster_and_enqueues_provisioning_on_commit(
+    org, allocation, actor, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks() as callbacks:
+        cluster = create(org, allocation, actor, count=4)
+    assert cluster.status == Cluster.Status.REQUESTED
+    assert cluster.cloud_name == f"fmp-{cluster.pk}-llm-pretrain"
+    assert cluster.lifecycle_s3_uri == "s3://sagemaker-alpha-lifecycle/hyperpod/"
+    groups = sorted(cluster.groups.values_list("role", "instance_type", "instance_count"))
+    assert groups == [("controller", "m5.12xlarge", 1), ("worker", P5, 4)]
+    assert timeline(cluster) == [("", "requested")]
+    assert len(callbacks) == 1  # provision_cluster, only once the transaction commits
+
+
+def test_a_cluster_larger_than_the_allocation_is_refused_with_a_clear_error(org, allocation, actor):
+    with pytest.raises(ValidationError) as raised:
+        create(org, allocation, actor, count=9)
+    (message,) = raised.value.message_dict["instance_count"]
+    assert message == (
+        "9 × p5.48xlarge is more than your allocation allows: 8 in us-east-1, "
+        "of which 0 are already used by your other clusters (8 free)."
+    )
+    assert not Cluster.objects.exists()
+
+
+def test_instances_held_by_the_orgs_other_live_clusters_count_against_the_allocation(org, allocation, actor):
+    create(org, allocation, actor, count=6, name="first")
+    with pytest.raises(ValidationError, match="6 are already used by your other clusters \\(2 free\\)"):
+        create(org, allocation, actor, count=3, name="second")
+    create(org, allocation, actor, count=2, name="second")  # exactly what is left fits
+    Cluster.objects.filter(name="first").update(status=Cluster.Status.DELETED)
+    create(org, allocation, actor, count=6, name="third")  # a deleted cluster holds nothing
+
+
+def test_another_orgs_allocation_cannot_be_used(org, allocation, other_allocation, actor):
+    with pytest.raises(ValidationError) as raised:
+        create(org, other_allocation, actor)
+    assert raised.value.message_dict["allocation"] == ["This allocation belongs to another organization."]
+    assert not Cluster.objects.exists()
+
+
+def test_a_scheduled_allocation_is_not_usable_yet(org, allocation, actor):
+    Allocation.objects.filter(pk=allocation.pk).update(status=Allocation.Status.SCHEDULED)
+    allocation.refresh_from_db()
+    with pytest.raises(ValidationError, match="not active today"):
+        create(org, allocation, actor)
+
+
+def test_an_instance_type_the_org_has_no_allocation_of_is_refused(org, allocation, actor):
+    with pytest.raises(ValidationError, match="no active allocation of trn1.32xlarge"):
+        cluster_services.create_cluster(
+            organization=org,
+            allocation=allocation,
+            name="trn",
+            kind=Cluster.Kind.HYPERPOD_SLURM,
+            groups=[GroupRequest("trn1.32xlarge", 1)],
+            actor=actor,
+        )
+
+
+def test_org_without_cloud_settings_is_told_to_ask_the_program_team(org, actor):
+    allocation = ActiveAllocationFactory(organization=org, pool__instance_type=instance_type(P5))
+    with pytest.raises(ValidationError, match="not set up for clusters yet"):
+        create(org, allocation, actor)
+
+
+# --- Provisioning ------------------------------------------------------------------------------
+
+
+def test_provision_reaches_in_service_in_the_emulator(org, allocation, actor, emulator):
+    cluster = create(org, allocation, actor)
+    assert cluster_services.provision(cluster.pk) == "created"
+    cluster.refresh_from_db()
+    assert cluster.status == Cluster.Status.IN_SERVICE
+    assert cluster.cloud_id.endswith(f":cluster/{cluster.cloud_name}")
+    assert timeline(cluster) == [("", "requested"), ("requested", "provisioning"), ("provisioning", "in_service")]
+    assert emulator.clusters() == [cluster.cloud_name]
+    sent = emulator.cluster(cluster.cloud_name).instance_groups
+    assert {g["InstanceGroupName"]: g["InstanceType"] for g in sent} == {
+        "controller-machine": "ml.m5.12xlarge",
+        "workers-p5-48xlarge": "ml.p5.48xlarge",
+    }
+
+
+def test_provisioning_run_three_times_creates_one_cluster(org, allocation, actor, emulator):
+    cluster = create(org, allocation, actor)
+    results = [cluster_services.provision(cluster.pk) for _ in range(3)]
+    assert results == ["created", "skipped", "skipped"]
+    cluster.refresh_from_db()
+    assert cluster.status == Cluster.Status.IN_SERVICE
+    assert emulator.clusters() == [cluster.cloud_name]
+    assert len(timeline(cluster)) == 3
+
+
+def test_provisioning_interrupted_after_the_create_call_finds_its_cluster_on_rerun(
+    org, allocation, actor, emulator, monkeypatch
+):
+    cluster = create(org, allocation, actor)
+    real_record = cluster_services.record_created
+
+    def crash(cluster_id, description):
+        raise SystemExit("worker killed between the create call and the status save")
+
+    monkeypatch.setattr(cluster_services, "record_created", crash)
+    with pytest.raises(SystemExit):
+        cluster_services.provision(cluster.pk)
+    cluster.refresh_from_db()
+    assert cluster.status == Cluster.Status.PROVISIONING and cluster.cloud_id == ""
+    assert emulator.clusters() == [cluster.cloud_name]
+
+    monkeypatch.setattr(cluster_services, "record_created", real_record)
+    for _ in range(2):  # the redelivered message, and one more for good measure
+        cluster_services.provision(cluster.pk)
+    cluster.refresh_from_db()
+    assert cluster.status == Cluster.Status.IN_SERVICE
+    assert emulator.clusters() == [cluster.cloud_name]
+
+
+def test_permanent_error_fails_with_the_clouds_message_and_retry_uses_a_new_name(
+    org, allocation, actor, emulator, django_capture_on_commit_callbacks
+):
+    org.cloud_settings.lifecycle_s3_uri = "s3://alpha-scripts/hyperpod/"
+    org.cloud_settings.save()
+    cluster = create(org, allocation, actor)
+    assert cluster_services.provision(cluster.pk) == "failed"
+    cluster.refresh_from_db()
+    assert cluster.status == Cluster.Status.FAILED
+    assert "does not start with 's3://sagemaker'" in cluster.status_message
+    assert emulator.clusters() == []
+
+    org.cloud_settings.lifecycle_s3_uri = "s3://sagemaker-alpha-lifecycle/hyperpod/"
+    org.cloud_settings.save()
+    Cluster.objects.filter(pk=cluster.pk).update(lifecycle_s3_uri=org.cloud_settings.lifecycle_s3_uri)
+    cluster.refresh_from_db()
+    with django_capture_on_commit_callbacks() as callbacks:
+        cluster_services.retry_cluster(cluster=cluster, actor=actor)
+    cluster.refresh_from_db()
+    assert (cluster.status, cluster.attempt) == (Cluster.Status.REQUESTED, 2)
+    assert cluster.cloud_name == f"fmp-{cluster.pk}-llm-pretrain-r2"
+    assert len(callbacks) == 2  # clean up attempt 1's name, provision attempt 2
+    cluster_services.provision(cluster.pk)
+    cluster.refresh_from_db()
+    assert cluster.status == Cluster.Status.IN_SERVICE
+
+
+def test_a_cluster_that_is_not_failed_cannot_be_retried(org, actor):
+    cluster = ClusterFactory(organization=org)
+    with pytest.raises(ValidationError, match="failed to provision"):
+        cluster_services.retry_cluster(cluster=cluster, actor=actor)
+
+
+def test_cloud_reporting_failed_lands_its_message_on_the_cluster(org, allocation, actor, emulator):
+    cluster = create(org, allocation, actor)
+    cluster_services.provision(cluster.pk)
+    emulator.set_cluster_status(cluster.cloud_name, "Failed", "InsufficientInstanceCapacity for ml.p5.48xlarge")
+    cluster_services.poll_clusters([cluster.pk])
+    cluster.refresh_from_db()
+    assert cluster.status == Cluster.Status.FAILED
+    assert cluster.status_message == "InsufficientInstanceCapacity for ml.p5.48xlarge"
+
+
+class ThrottledProvider:
+    calls = 0
+
+    def create(self, spec):
+        ThrottledProvider.calls += 1
+        raise TransientCloudError("Rate exceeded", code="ThrottlingException")
+
+
+def test_transient_errors_are_retried_by_the_task_then_land_on_the_cluster(org, allocation, actor, monkeypatch):
+    cluster = create(org, allocation, actor)
+    monkeypatch.setattr(cluster_services, "provider_for", lambda cluster: ThrottledProvider())
+    ThrottledProvider.calls = 0
+    cluster_tasks.provision_cluster.apply(args=[cluster.pk])  # eager: retries run inline, without waiting
+    assert ThrottledProvider.calls == cluster_tasks.MAX_RETRIES + 1
+    cluster.refresh_from_db()
+    assert cluster.status == Cluster.Status.FAILED
+    assert cluster.status_message == "Gave up after repeated transient errors: Rate exceeded"
+
+
+def test_backoff_grows_exponentially_and_stays_below_the_visibility_timeout():
+    assert [round(cluster_tasks.backoff(n) // 10) * 10 for n in range(4)] == [10, 20, 40, 80]
+    assert max(cluster_tasks.backoff(n) for n in range(20)) <= 605
+
+
+# --- Compare-and-set ----------------------------------------------------------------------------
+
+
+def test_a_transition_the_lifecycle_does_not_allow_changes_nothing(org):
+    cluster = ClusterFactory(organization=org, status=Cluster.Status.DELETED)
+    assert cluster_services.transition(cluster_id=cluster.pk, to=Cluster.Status.IN_SERVICE) is False
+    cluster.refresh_from_db()
+    assert cluster.status == Cluster.Status.DELETED
+    assert not ClusterEvent.objects.exists()
+
+
+def test_a_stale_poll_cannot_resurrect_a_cluster_being_deleted(org, allocation, actor, emulator):
+    cluster = create(org, allocation, actor)
+    cluster_services.provision(cluster.pk)
+    stale = Cluster.objects.get(pk=cluster.pk)  # read by a poll before the user clicked delete
+    cluster_services.request_delete(cluster=cluster, actor=actor)
+    cluster_services.apply_description(
+        stale, ClusterDescription(name=stale.cloud_name, status=CloudStatus.IN_SERVICE), nodes=[]
+    )
+    cluster.refresh_from_db()
+    assert cluster.status == Cluster.Status.DELETING
+
+
+# --- Polling: nodes, health, intervals ----------------------------------------------------------
+
+
+@pytest.fixture
+def running(org, allocation, actor, emulator):
+    cluster = create(org, allocation, actor)
+    cluster_services.provision(cluster.pk)
+    cluster_services.poll_clusters([cluster.pk])
+    cluster.refresh_from_db()
+    return cluster
+
+
+def test_poll_syncs_nodes_and_opens_one_interval_per_node(running):
+    nodes = sorted(running.nodes.values_list("instance_id", "group_name", "instance_type", "status"))
+    assert nodes == [
+        ("controller-machine-0", "controller-machine", "m5.12xlarge", "Running"),
+        ("workers-p5-48xlarge-0", "workers-p5-48xlarge", P5, "Running"),
+        ("workers-p5-48xlarge-1", "workers-p5-48xlarge", P5, "Running"),
+    ]
+    for _ in range(3):
+        Cluster.objects.filter(pk=running.pk).update(last_polled_at=None)
+        cluster_services.poll_clusters([running.pk])
+    intervals = NodeInterval.objects.filter(cluster=running)
+    assert intervals.count() == 3  # repeated polls extend, never add
+    assert all(i.ended_at is None for i in intervals)
+    launch = running.nodes.get(instance_id="workers-p5-48xlarge-0").launch_time
+    assert intervals.get(instance_id="workers-p5-48xlarge-0").started_at == launch
+
+
+def test_failed_node_degrades_the_cluster_until_it_recovers(running, emulator):
+    emulator.set_node_status(running.cloud_name, "workers-p5-48xlarge-1", "Failure")
+    cluster_services.poll_clusters([running.pk])
+    cluster_services.poll_clusters([running.pk])  # the same failure seen twice is one event
+    running.refresh_from_db()
+    assert running.status == Cluster.Status.DEGRADED
+    (event,) = HealthEvent.objects.filter(cluster=running)
+    assert (event.kind, event.severity, event.instance_id) == ("node_failure", "critical", "workers-p5-48xlarge-1")
+    assert event.resolved_at is None
+
+    emulator.set_node_status(running.cloud_name, "workers-p5-48xlarge-1", "Running")
+    cluster_services.poll_clusters([running.pk])
+    running.refresh_from_db()
+    event.refresh_from_db()
+    assert running.status == Cluster.Status.IN_SERVICE
+    assert event.resolved_at is not None
+    assert timeline(running)[-2:] == [("in_service", "degraded"), ("degraded", "in_service")]
+
+
+def test_replaced_node_closes_its_interval_and_opens_one_for_the_replacement(running, emulator):
+    emulator.replace_node(running.cloud_name, "workers-p5-48xlarge-0", "workers-p5-48xlarge-9")
+    cluster_services.poll_clusters([running.pk])
+    old = NodeInterval.objects.get(instance_id="workers-p5-48xlarge-0")
+    new = NodeInterval.objects.get(instance_id="workers-p5-48xlarge-9")
+    assert old.ended_at is not None and new.ended_at is None
+    assert running.nodes.get(instance_id="workers-p5-48xlarge-0").gone_at is not None
+    replaced = HealthEvent.objects.get(kind=HealthEvent.Kind.NODE_REPLACED)
+    assert replaced.instance_id == "workers-p5-48xlarge-0"
+    assert replaced.resolved_at is not None  # the group is back at full strength already
+    running.refresh_from_db()
+    assert running.status == Cluster.Status.IN_SERVICE
+
+
+def test_a_node_gone_without_replacement_keeps_the_cluster_degraded(running, emulator):
+    del emulator.cluster(running.cloud_name).nodes["workers-p5-48xlarge-1"]
+    cluster_services.poll_clusters([running.pk])
+    running.refresh_from_db()
+    assert running.status == Cluster.Status.DEGRADED
+    assert HealthEvent.objects.get(kind=HealthEvent.Kind.NODE_REPLACED).resolved_at is None
+
+
+def test_delete_closes_every_interval_and_ends_deleted(running, actor, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks() as callbacks:
+        cluster_services.request_delete(cluster=running, actor=actor)
+    assert len(callbacks) == 1
+    running.refresh_from_db()
+    assert running.status == Cluster.Status.DELETING
+    assert cluster_services.delete(running.pk) == "deleted"
+    running.refresh_from_db()
+    assert running.status == Cluster.Status.DELETED
+    assert not NodeInterval.objects.filter(cluster=running, ended_at=None).exists()
+    assert cluster_services.delete(running.pk) == "skipped"  # a redelivered delete does nothing
+
+
+def test_deleted_or_deleting_cluster_cannot_be_deleted_again(running, actor):
+    cluster_services.request_delete(cluster=running, actor=actor)
+    with pytest.raises(ValidationError, match="cannot be deleted"):
+        cluster_services.request_delete(cluster=running, actor=actor)
+
+
+def test_cluster_deleted_outside_the_portal_fails_visibly(running, emulator):
+    del emulator.backend.clusters[running.cloud_name]
+    cluster_services.poll_clusters([running.pk])
+    running.refresh_from_db()
+    assert running.status == Cluster.Status.FAILED
+    assert "no longer exists in AWS" in running.status_message
+    assert not NodeInterval.objects.filter(cluster=running, ended_at=None).exists()
+
+
+def test_beat_fans_clusters_out_in_batches(org, monkeypatch):
+    clusters = [ClusterFactory(organization=org, allocation__instance_count=500) for _ in range(3)]
+    ClusterFactory(organization=org, status=Cluster.Status.DELETED)  # not polled
+    monkeypatch.setattr(cluster_tasks, "POLL_BATCH_SIZE", 2)
+    batches = []
+    monkeypatch.setattr(cluster_tasks.poll_cluster_batch, "delay", batches.append)
+    assert cluster_tasks.poll_clusters() == 3
+    assert sorted(sum(batches, [])) == sorted(c.pk for c in clusters)
+    assert [len(b) for b in batches] == [2, 1]
+
+
+def test_a_cluster_polled_moments_ago_is_skipped_by_the_next_tick(running):
+    assert running.pk not in cluster_services.cluster_ids_to_poll()
+    Cluster.objects.filter(pk=running.pk).update(last_polled_at=None)
+    assert running.pk in cluster_services.cluster_ids_to_poll()

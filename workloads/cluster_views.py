@@ -1,0 +1,233 @@
+"""Cluster pages: list, detail with live status (htmx polling while in flight), create, delete, retry.
+
+Clusters are reached through `Cluster.objects.visible_to(user)` (staff see every org's, a tenant its
+own; another tenant's cluster is a 404). Views parse input, call one service, render.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Paginator
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from tenants.access import OrgAccess, get_org_access_or_404, is_program_staff, visible_organizations
+from workloads import cluster_services
+from workloads.cluster_forms import KIND_FOR_WORKLOAD, ClusterForm
+from workloads.models import Cluster, ClusterEvent, ClusterInstanceGroup, ClusterNode, HealthEvent, Workload
+
+PAGE_SIZE = 50
+NODE_PAGE_SIZE = 100
+TIMELINE_SIZE = 50
+STEPS = [Cluster.Status.REQUESTED, Cluster.Status.PROVISIONING, Cluster.Status.IN_SERVICE]
+
+
+def can_operate(access: OrgAccess) -> bool:
+    """Creating and deleting spends the tenant's allocation: its members and program managers may;
+    support engineers watch and help but do not."""
+    return access.membership is not None or (access.staff is not None and access.staff.is_program_manager)
+
+
+def _visible_cluster(request, pk: int) -> Cluster:
+    clusters = Cluster.objects.visible_to(request.user).select_related(
+        "organization", "allocation__pool__instance_type", "workload", "created_by"
+    )
+    return get_object_or_404(clusters, pk=pk)
+
+
+def _operator_access(request, cluster: Cluster) -> OrgAccess:
+    access = get_org_access_or_404(request.user, cluster.organization.slug)
+    if not can_operate(access):
+        raise PermissionDenied(_("Support engineers can watch clusters but not create or delete them."))
+    return access
+
+
+@login_required
+@vary_on_headers("HX-Request")
+def cluster_list(request):
+    clusters = (
+        Cluster.objects.visible_to(request.user)
+        .select_related("organization", "allocation__pool__instance_type")
+        .prefetch_related("groups")  # scoped by the clusters they belong to
+        .order_by("-created_at", "-pk")
+    )
+    if request.GET.get("show") != "all":
+        clusters = clusters.exclude(status=Cluster.Status.DELETED)
+    page = Paginator(clusters, PAGE_SIZE).get_page(request.GET.get("page"))
+    staff = is_program_staff(request.user)
+    # Tenants create clusters from here; staff open an org's cluster form from its allocations.
+    create_orgs = [] if staff else list(visible_organizations(request.user).order_by("name"))
+    context = {
+        "page": page,
+        "clusters": page.object_list,
+        "any_in_flight": any(c.is_in_flight for c in page.object_list),
+        "is_staff": staff,
+        "create_orgs": create_orgs,
+        "show_all": request.GET.get("show") == "all",
+    }
+    template = "workloads/clusters/cluster_list.html" + ("#cluster-rows" if request.htmx else "")
+    return render(request, template, context)
+
+
+@login_required
+@vary_on_headers("HX-Request")
+def cluster_detail(request, pk: int):
+    cluster = _visible_cluster(request, pk)
+    access = get_org_access_or_404(request.user, cluster.organization.slug)
+    org = cluster.organization
+    nodes = Paginator(
+        ClusterNode.objects.for_org(org).filter(cluster=cluster).order_by("gone_at", "group_name", "instance_id"),
+        NODE_PAGE_SIZE,
+    ).get_page(request.GET.get("nodes_page"))
+    events = list(
+        ClusterEvent.objects.for_org(org)
+        .filter(cluster=cluster)
+        .select_related("actor")
+        .order_by("-created_at", "-pk")[:TIMELINE_SIZE]
+    )
+    health = list(
+        HealthEvent.objects.for_org(org).filter(cluster=cluster).order_by("resolved_at", "-observed_at")[:TIMELINE_SIZE]
+    )
+    groups = list(ClusterInstanceGroup.objects.for_org(org).filter(cluster=cluster).order_by("role", "name"))
+    context = {
+        "cluster": cluster,
+        "access": access,
+        "can_operate": can_operate(access),
+        "groups": groups,
+        "nodes": nodes,
+        "events": events,
+        "health": health,
+        "open_health": [h for h in health if h.resolved_at is None],
+        "steps": [(step, Cluster.Status(step).label) for step in STEPS],
+        "step_index": STEPS.index(cluster.status) if cluster.status in STEPS else None,
+    }
+    template = "workloads/clusters/cluster_detail.html" + ("#cluster-live" if request.htmx else "")
+    return render(request, template, context)
+
+
+cluster_detail.tenant_model = Cluster
+
+
+@login_required
+def cluster_create(request, org_slug: str):
+    access = get_org_access_or_404(request.user, org_slug)
+    if not can_operate(access):
+        raise PermissionDenied(_("Support engineers can watch clusters but not create or delete them."))
+    org = access.organization
+    allocations = cluster_services.active_allocations(org).select_related("pool__instance_type").order_by("pk")
+    workloads = Workload.objects.for_org(org).order_by("name")
+    form = ClusterForm(
+        request.POST or None,
+        allocations=allocations,
+        workloads=workloads,
+        initial=_initial(request, org, allocations, workloads),
+    )
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        allocation = data["allocation"]
+        try:
+            cluster = cluster_services.create_cluster(
+                organization=org,
+                allocation=allocation,
+                workload=data["workload"],
+                name=data["name"],
+                kind=data["kind"],
+                groups=[cluster_services.GroupRequest(allocation.pool.instance_type.api_name, data["instance_count"])],
+                storage=data["storage"],
+                fsx_file_system_id=data["fsx_file_system_id"],
+                s3_data_repository_path=data["s3_data_repository_path"],
+                storage_capacity_gib=data["storage_capacity_gib"],
+                threads_per_core=data["threads_per_core"],
+                actor=request.user,
+            )
+        except ValidationError as error:
+            _apply_errors(form, error)
+        else:
+            messages.success(
+                request, _("Cluster %(name)s requested: it is being provisioned.") % {"name": cluster.name}
+            )
+            return redirect("workloads:cluster-detail", pk=cluster.pk)
+    has_settings = hasattr(org, "cloud_settings")
+    return render(
+        request,
+        "workloads/clusters/cluster_form.html",
+        {"org": org, "form": form, "has_settings": has_settings, "allocations": allocations},
+        status=400 if form.errors else 200,
+    )
+
+
+def _initial(request, org, allocations, workloads) -> dict:
+    """Pre-fill from ?allocation= and ?workload=: the allocation's free instances, the workload's kind."""
+    initial: dict = {"storage": Cluster.Storage.NONE}
+    allocation = None
+    if (allocation_id := request.GET.get("allocation", "")).isdigit():
+        allocation = allocations.filter(pk=allocation_id).first()
+    if allocation is None:
+        allocation = allocations.first()
+    if allocation is not None:
+        initial["allocation"] = allocation.pk
+        initial["instance_count"] = allocation.instance_count
+        initial["name"] = f"{allocation.pool.instance_type.api_name.split('.')[0]}-training"
+    if (workload_id := request.GET.get("workload", "")).isdigit() and (
+        workload := workloads.filter(pk=workload_id).first()
+    ):
+        initial["workload"] = workload.pk
+        initial["kind"] = KIND_FOR_WORKLOAD.get(workload.cluster_type, Cluster.Kind.HYPERPOD_SLURM)
+        if workload.storage == Workload.Storage.FSX_LUSTRE_S3:
+            initial["storage"] = Cluster.Storage.FSX_LUSTRE_NEW
+    return initial
+
+
+def _apply_errors(form: ClusterForm, error: ValidationError) -> None:
+    if not hasattr(error, "error_dict"):
+        form.add_error(None, error)
+        return
+    for name, messages_ in error.message_dict.items():
+        form.add_error(name if name in form.fields else None, messages_)
+
+
+@login_required
+def cluster_delete(request, pk: int):
+    cluster = _visible_cluster(request, pk)
+    _operator_access(request, cluster)
+    if request.method == "POST":
+        try:
+            cluster_services.request_delete(cluster=cluster, actor=request.user)
+        except ValidationError as error:
+            messages.error(request, " ".join(error.messages))
+            return render(
+                request, "workloads/clusters/cluster_delete.html", {"cluster": cluster, "error": error}, status=400
+            )
+        messages.success(request, _("Cluster %(name)s is being deleted.") % {"name": cluster.name})
+        return redirect("workloads:cluster-detail", pk=cluster.pk)
+    if not cluster.can_delete:
+        messages.error(request, _("This cluster cannot be deleted now."))
+        return redirect("workloads:cluster-detail", pk=cluster.pk)
+    instances = sum(
+        g.instance_count for g in ClusterInstanceGroup.objects.for_org(cluster.organization).filter(cluster=cluster)
+    )
+    return render(request, "workloads/clusters/cluster_delete.html", {"cluster": cluster, "instances": instances})
+
+
+cluster_delete.tenant_model = Cluster
+
+
+@login_required
+@require_POST
+def cluster_retry(request, pk: int):
+    cluster = _visible_cluster(request, pk)
+    _operator_access(request, cluster)
+    try:
+        cluster_services.retry_cluster(cluster=cluster, actor=request.user)
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+    else:
+        messages.success(request, _("Provisioning %(name)s again.") % {"name": cluster.name})
+    return redirect("workloads:cluster-detail", pk=cluster.pk)
+
+
+cluster_retry.tenant_model = Cluster
