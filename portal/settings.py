@@ -208,9 +208,10 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "FM Program Portal API",
     "DESCRIPTION": (
-        "Scripted access to the program: organizations, the instance-type catalog and capacity "
-        "pools. Authenticate with `Authorization: Token <key>` (get a key from "
-        "`POST /api/v1/auth/token/`) or the browser session."
+        "Scripted access to the program: organizations, the instance-type catalog, capacity pools, "
+        "requests and allocations, the compute estimate, workloads, clusters and support cases. "
+        "Authenticate with `Authorization: Token <key>` (get a key from `POST /api/v1/auth/token/`) "
+        "or the browser session. A tenant sees only its own organization's objects; anything else is 404."
     ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
@@ -218,6 +219,14 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "SCHEMA_PATH_PREFIX": r"/api/v1",  # tag operations by resource, not all under "v1"
+    # Several models have a "status" or "kind": name each enum after its model, not a hash.
+    "ENUM_NAME_OVERRIDES": {
+        "CapacityRequestStatusEnum": "tenants.models.CapacityRequest.Status",
+        "CapacityRequestKindEnum": "tenants.models.CapacityRequest.Kind",
+        "AllocationStatusEnum": "tenants.models.Allocation.Status",
+        "CapacityFrameworkEnum": "tenants.models.Framework",
+    },
 }
 
 # --- Security -------------------------------------------------------------------------------

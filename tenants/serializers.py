@@ -203,9 +203,14 @@ class CapacityRequestSerializer(serializers.ModelSerializer):
         return None if result is None else EstimateResultSerializer(estimate_as_dict(result)).data
 
     def validate(self, attrs):
-        if attrs.get("base_allocation") is None and not ({"instance_type", "region"} <= set(attrs)):
-            missing = {"instance_type", "region"} - set(attrs)
-            raise serializers.ValidationError({f: _("This field is required.") for f in sorted(missing)})
+        errors = {}
+        if attrs.get("base_allocation") is None:
+            for field in sorted({"instance_type", "region"} - set(attrs)):
+                errors[field] = _("This field is required.")
+        if attrs.get("starts_on") and attrs.get("ends_on") and attrs["ends_on"] < attrs["starts_on"]:
+            errors["ends_on"] = _("The last day must not be before the first day.")
+        if errors:
+            raise serializers.ValidationError(errors)
         return attrs
 
 
