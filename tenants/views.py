@@ -316,20 +316,7 @@ def _review_rows(user, capacity_requests: list[CapacityRequest]) -> list[dict]:
         room = services.headroom(
             pool, spans[pool.pk], starts_on=capacity_request.starts_on, ends_on=capacity_request.ends_on
         )
-        estimate = None
-        if capacity_request.parameter_count:
-            estimate = services.estimate_for(
-                instance_type=pool.instance_type,
-                region=pool.region,
-                program=pool.program,
-                parameters=capacity_request.parameter_count,
-                tokens=capacity_request.training_tokens,
-                instance_count=capacity_request.instance_count,
-                starts_on=capacity_request.starts_on,
-                ends_on=capacity_request.ends_on,
-                mfu=capacity_request.expected_mfu,
-                prices=prices,
-            )
+        estimate = services.request_estimate(capacity_request, prices=prices)
         rows.append(
             {
                 "request": capacity_request,
