@@ -54,6 +54,11 @@ def week(org, other_org, member, outsider, lead, manager):
     cases["a_done_before"] = opened(member, org, "a_done_before", "2027-02-01 10:00")
     with at("2027-03-05 10:00"):
         services.update_case(user=lead, case=cases["a_done_before"], status="closed")
+    cases["a_resolved_then_closed"] = opened(member, org, "a_resolved_then_closed", "2027-02-10 10:00")
+    with at("2027-03-04 10:00"):
+        services.update_case(user=lead, case=cases["a_resolved_then_closed"], status="resolved")
+    with at("2027-03-09 10:00"):  # closing an already resolved case is not resolving it this week
+        services.update_case(user=member, case=cases["a_resolved_then_closed"], status="closed")
     # Beta
     cases["b_stale_despite_note"] = opened(outsider, other_org, "b_stale_despite_note", "2027-03-01 09:00")
     with at("2027-03-02 09:00"):
