@@ -1,6 +1,17 @@
 from django.contrib import admin
 
-from workloads.models import ActionItem, CaseEvent, ReviewMeeting, SupportCase, Workload, WorkloadChange
+from workloads.models import (
+    ActionItem,
+    CaseEvent,
+    Cluster,
+    ClusterEvent,
+    ClusterInstanceGroup,
+    OrgCloudSettings,
+    ReviewMeeting,
+    SupportCase,
+    Workload,
+    WorkloadChange,
+)
 
 # --- Workloads and support cases (issue 5) -------------------------------------------------------
 # View-only: every write goes through workloads.services, which keeps the field history and the case
@@ -80,3 +91,34 @@ class ActionItemInline(ReadOnlyInline):
 class ReviewMeetingAdmin(ReadOnlyAdmin):
     list_display = ["iso_week", "week_start", "created_by", "updated_at"]
     inlines = [ActionItemInline]
+
+
+# --- Clusters (issue 4) ---------------------------------------------------------------------------
+# The program team links an org's account for clusters here; clusters themselves change only through
+# workloads.cluster_services (compare-and-set lifecycle), so they are view-only.
+
+
+@admin.register(OrgCloudSettings)
+class OrgCloudSettingsAdmin(admin.ModelAdmin):
+    list_display = ["organization", "lifecycle_s3_uri", "execution_role_arn"]
+    list_select_related = ["organization"]
+
+
+class ClusterGroupInline(ReadOnlyInline):
+    model = ClusterInstanceGroup
+    fields = ["name", "role", "instance_type", "instance_count"]
+
+
+class ClusterEventInline(ReadOnlyInline):
+    model = ClusterEvent
+    fields = ["created_at", "from_status", "to_status", "message", "actor"]
+    readonly_fields = fields
+
+
+@admin.register(Cluster)
+class ClusterAdmin(ReadOnlyAdmin):
+    list_display = ["name", "organization", "kind", "region", "status", "created_at", "last_polled_at"]
+    list_filter = ["status", "kind", "region"]
+    list_select_related = ["organization"]
+    search_fields = ["name", "cloud_name", "organization__name"]
+    inlines = [ClusterGroupInline, ClusterEventInline]

@@ -194,3 +194,15 @@ def test_another_member_of_the_same_org_may_delete(client, org):
     cluster = ClusterFactory(organization=org)
     client.force_login(MembershipFactory(organization=org).user)
     assert client.post(f"/clusters/{cluster.pk}/delete/").status_code == 302
+
+
+def test_admin_edits_cloud_settings_and_shows_clusters_read_only(client, org):
+    from django.contrib.auth import get_user_model
+
+    cluster = ClusterFactory(organization=org)
+    client.force_login(get_user_model().objects.create_superuser("root", "root@example.com", "x"))
+    assert client.get("/admin/workloads/cluster/").status_code == 200
+    page = client.get(f"/admin/workloads/cluster/{cluster.pk}/change/")
+    assert page.status_code == 200 and "workers-p5-48xlarge" in page.text
+    assert client.get("/admin/workloads/cluster/add/").status_code == 403
+    assert client.get("/admin/workloads/orgcloudsettings/add/").status_code == 200

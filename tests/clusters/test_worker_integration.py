@@ -61,12 +61,19 @@ def broker(tmp_path):
         }
         for sub in ("broker", "processed", "control"):
             (tmp_path / sub).mkdir()
-    app._pool = None  # producers connect to the broker configured above
+    forget_connections()  # producers must connect to the broker configured above
     try:
         yield
     finally:
         app.conf.update(saved)
-        app._pool = None
+        forget_connections()
+
+
+def forget_connections() -> None:
+    # Earlier tests may have published already: Celery caches the connection pool and the producer
+    # pool built on it, which would keep sending to the previous broker.
+    app._pool = None
+    app.amqp._producer_pool = None
 
 
 @pytest.fixture
