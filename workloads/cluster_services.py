@@ -246,6 +246,13 @@ def create_cluster(
         raise ValidationError({"workload": _("This workload belongs to another organization.")})
     if not groups or any(g.count < 1 for g in groups):
         raise ValidationError({"instance_count": _("A cluster needs at least one instance.")})
+    if not settings_row.subnet_ids or not settings_row.security_group_ids:
+        raise ValidationError(
+            _(
+                "Your organization's cloud settings need at least one subnet and one security group: "
+                "ask the program team."
+            )
+        )
     if kind == Cluster.Kind.HYPERPOD_EKS and not settings_row.eks_cluster_arn:
         raise ValidationError({"kind": _("HyperPod on EKS needs your organization's EKS cluster ARN in its settings.")})
     if storage == Cluster.Storage.FSX_EXISTING and not fsx_file_system_id.startswith("fs-"):

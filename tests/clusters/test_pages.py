@@ -206,3 +206,15 @@ def test_admin_edits_cloud_settings_and_shows_clusters_read_only(client, org):
     assert page.status_code == 200 and "workers-p5-48xlarge" in page.text
     assert client.get("/admin/workloads/cluster/add/").status_code == 403
     assert client.get("/admin/workloads/orgcloudsettings/add/").status_code == 200
+
+
+def test_cluster_pages_speak_japanese(member_client, org, allocation):
+    from django.conf import settings
+
+    cluster = ClusterFactory(organization=org, status=Cluster.Status.PROVISIONING)
+    member_client.cookies[settings.LANGUAGE_COOKIE_NAME] = "ja"
+    detail = member_client.get(f"/clusters/{cluster.pk}/")
+    assert "AWS でプロビジョニング中です。このページは自動で更新されます。" in detail.text
+    assert "タイムライン" in detail.text
+    over = post_form(member_client, org, allocation, instance_count=40)  # the org holds 16, 2 in use
+    assert "40 × p5.48xlarge は割り当ての上限を超えています" in over.text

@@ -354,3 +354,11 @@ def test_a_cluster_polled_moments_ago_is_skipped_by_the_next_tick(running):
     assert running.pk not in cluster_services.cluster_ids_to_poll()
     Cluster.objects.filter(pk=running.pk).update(last_polled_at=None)
     assert running.pk in cluster_services.cluster_ids_to_poll()
+
+
+def test_cloud_settings_without_a_security_group_are_refused_before_any_cloud_call(org, allocation, actor):
+    org.cloud_settings.security_group_ids = []
+    org.cloud_settings.save()
+    with pytest.raises(ValidationError, match="at least one subnet and one security group"):
+        create(org, allocation, actor)
+    assert not Cluster.objects.exists()
