@@ -226,6 +226,13 @@ SPECTACULAR_SETTINGS = {
         "CapacityRequestKindEnum": "tenants.models.CapacityRequest.Kind",
         "AllocationStatusEnum": "tenants.models.Allocation.Status",
         "CapacityFrameworkEnum": "tenants.models.Framework",
+        "WorkloadStatusEnum": "workloads.models.Workload.Status",
+        "WorkloadFrameworkEnum": "workloads.models.Workload.Framework",
+        "WorkloadStorageEnum": "workloads.models.Workload.Storage",
+        "WorkloadChangeKindEnum": "workloads.models.WorkloadChange.Kind",
+        "SupportCaseStatusEnum": "workloads.models.SupportCase.Status",
+        "CaseEventKindEnum": "workloads.models.CaseEvent.Kind",
+        "ActionItemStatusEnum": "workloads.models.ActionItem.Status",
     },
 }
 

@@ -389,7 +389,10 @@ def _case_context(request, case: SupportCase, *, comment_form=None, update_form=
 @vary_on_headers("HX-Request")
 def case_detail(request, pk: int):
     case = _visible_case(request, pk)
-    template = "workloads/case_detail.html" + ("#case-body" if request.htmx else "")
+    template = "workloads/case_detail.html"
+    if request.htmx:
+        # The history polls for itself alone; the other htmx requests swap the whole case.
+        template += "#case-history" if request.GET.get("part") == "history" else "#case-body"
     return render(request, template, _case_context(request, case))
 
 

@@ -5,6 +5,7 @@ from django.core import mail
 from django.core.management import call_command
 
 from portal.celery import app as celery_app
+from tests.workloads.conftest import forget_producer_pool
 from workloads.models import SupportCase
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("catalog")]
@@ -20,6 +21,7 @@ def eager_notifications():
     celery_app.conf.task_always_eager = True
     yield
     celery_app.conf.task_always_eager = before
+    forget_producer_pool()
 
 
 def log_in(page, live_server, username: str) -> None:

@@ -16,6 +16,14 @@ def eager_celery():
     celery_app.conf.task_eager_propagates = True
     yield
     celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = before
+    forget_producer_pool()
+
+
+def forget_producer_pool() -> None:
+    """An eager delay() still builds the app's producer pool, bound to the broker configured at that
+    moment; drop it so a later test that points the app at another broker (a real worker) publishes there."""
+    celery_app.amqp._producer_pool = None
+    celery_app._pool = None
 
 
 @pytest.fixture

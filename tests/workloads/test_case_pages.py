@@ -64,6 +64,9 @@ def test_internal_notes_never_reach_a_tenants_page(member_client, support_client
     assert 'name="internal"' not in tenant.text or 'type="hidden" name="internal"' in tenant.text
     fragment = member_client.get(detail(case), headers={"HX-Request": "true"})
     assert SECRET not in fragment.text and "<html" not in fragment.text
+    polled = member_client.get(detail(case), {"part": "history"}, headers={"HX-Request": "true"})
+    assert "We are looking at the FSx metrics." in polled.text and SECRET not in polled.text
+    assert 'id="case-history"' in polled.text and "Add comment" not in polled.text
 
     staff = support_client.get(detail(case))
     assert SECRET in staff.text and "Internal note · staff only" in staff.text
