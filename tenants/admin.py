@@ -1,5 +1,7 @@
+from django import forms
 from django.contrib import admin
 
+from tenants import services
 from tenants.models import CapacityPool, InstancePrice, InstanceType, Membership, Organization, Program, StaffRole
 
 
@@ -20,11 +22,35 @@ class InstanceTypeAdmin(admin.ModelAdmin):
     inlines = [InstancePriceInline]
 
 
+class CapacityPoolForm(forms.ModelForm):
+    class Meta:
+        model = CapacityPool
+        fields = ["program", "instance_type", "region", "capacity_reservation_id", "total_instances",
+                  "spare_instances", "starts_on", "ends_on"]  # fmt: skip
+
+    def clean(self):
+        data = super().clean()
+        if self.instance.pk and not self.errors:
+            # Shrinking a pool below what is already allocated would break the invariant.
+            services.check_pool_change(
+                pool=self.instance,
+                total_instances=data["total_instances"],
+                spare_instances=data["spare_instances"],
+                starts_on=data["starts_on"],
+                ends_on=data["ends_on"],
+            )
+        return data
+
+
 @admin.register(CapacityPool)
 class CapacityPoolAdmin(admin.ModelAdmin):
+    form = CapacityPoolForm
     list_display = ["__str__", "program", "total_instances", "spare_instances", "starts_on", "ends_on"]
     list_filter = ["program", "region", "instance_type"]
     list_select_related = ["program", "instance_type"]
+
+    def save_model(self, request, obj, form, change):
+        services.save_pool(pool=obj)  # re-checked under the pool's row lock
 
 
 class MembershipInline(admin.TabularInline):

@@ -190,14 +190,17 @@ class CapacityRequestViewSet(
         capacity_request = services.withdraw_request(user=request.user, capacity_request=self.get_object())
         return Response(self._fresh(capacity_request))
 
-    @extend_schema(request=DecisionSerializer, responses=AllocationSerializer)
+    @extend_schema(request=DecisionSerializer, responses={201: AllocationSerializer})
     @action(detail=True, methods=["post"])
     def approve(self, request, pk=None, **kwargs):
         """Program managers: approve in full, or partially with a smaller count and/or a shorter window."""
+        capacity_request = self.get_object()
+        if not is_program_manager(request.user):  # before reading the body: 403, not a field error
+            raise PermissionDenied(_("Only a program manager can decide on capacity."))
         decision = DecisionSerializer(data=request.data)
         decision.is_valid(raise_exception=True)
         allocation = services.approve_request(
-            user=request.user, capacity_request=self.get_object(), **decision.validated_data
+            user=request.user, capacity_request=capacity_request, **decision.validated_data
         )
         return Response(AllocationSerializer(allocation).data, status=status.HTTP_201_CREATED)
 

@@ -17,6 +17,10 @@ COMPUTE_OPTIMAL_TOKENS_PER_PARAMETER = 20
 TRAINING_STATE_BYTES_PER_PARAMETER = 16
 DEFAULT_MFU = Decimal("0.40")
 GIB = 2**30
+# Far beyond any real plan, and small enough that every figure stays finite and printable.
+MAX_PARAMETERS = 10**14  # 100 trillion
+MAX_TOKENS = 10**16  # 10 quadrillion
+MAX_INSTANCES = 100_000
 
 
 @dataclass(frozen=True)
@@ -74,10 +78,12 @@ def estimate(
     mfu: Decimal | None = None,
     exchange_rate: Decimal = Decimal("1"),
 ) -> Estimate:
-    if parameters <= 0:
-        raise ValueError("parameters must be positive")
-    if instance_count <= 0:
-        raise ValueError("instance_count must be positive")
+    if not 0 < parameters <= MAX_PARAMETERS:
+        raise ValueError(f"parameters must be between 1 and {MAX_PARAMETERS}")
+    if tokens is not None and not 0 < tokens <= MAX_TOKENS:
+        raise ValueError(f"tokens must be between 1 and {MAX_TOKENS}")
+    if not 0 < instance_count <= MAX_INSTANCES:
+        raise ValueError(f"instance_count must be between 1 and {MAX_INSTANCES}")
     if ends_on < starts_on:
         raise ValueError("the window ends before it starts")
     mfu = DEFAULT_MFU if mfu is None else Decimal(mfu)

@@ -3,6 +3,7 @@ from decimal import Decimal
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
+from tenants.estimate import MAX_INSTANCES, MAX_PARAMETERS, MAX_TOKENS
 from tenants.models import Allocation, CapacityRequest, Framework, InstanceType, Region
 
 BILLION = Decimal(10**9)
@@ -22,7 +23,7 @@ class CapacityRequestForm(forms.Form):
         empty_label=None,
     )
     region = forms.ChoiceField(label=_("Region"), choices=Region.choices)
-    instance_count = forms.IntegerField(label=_("Instances"), min_value=1, initial=8)
+    instance_count = forms.IntegerField(label=_("Instances"), min_value=1, max_value=MAX_INSTANCES, initial=8)
     starts_on = forms.DateField(label=_("First day"), widget=DateInput)
     ends_on = forms.DateField(label=_("Last day"), widget=DateInput)
     justification = forms.CharField(
@@ -31,12 +32,18 @@ class CapacityRequestForm(forms.Form):
         help_text=_("What the capacity is for: the model, the milestone, why this size and window."),
     )
     parameters_b = forms.DecimalField(
-        label=_("Parameters (billions)"), required=False, min_value=Decimal("0.001"), decimal_places=3, max_digits=9
+        label=_("Parameters (billions)"),
+        required=False,
+        min_value=Decimal("0.001"),
+        max_value=MAX_PARAMETERS // 10**9,
+        decimal_places=3,
+        max_digits=9,
     )
     tokens_b = forms.DecimalField(
         label=_("Training tokens (billions)"),
         required=False,
         min_value=Decimal("0.001"),
+        max_value=MAX_TOKENS // 10**9,
         decimal_places=3,
         max_digits=12,
         help_text=_("Leave blank for a compute-optimal 20 tokens per parameter."),
@@ -81,6 +88,10 @@ class ChangeRequestForm(CapacityRequestForm):
         super().__init__(*args, **kwargs)
         self.allocation = allocation
         del self.fields["instance_type"], self.fields["region"]
+        self.fields["instance_count"].help_text = _(
+            "Extension: instances from the day after the allocation ends. Enlargement: additional instances "
+            "inside its window."
+        )
 
 
 class DecisionForm(forms.Form):

@@ -5,11 +5,13 @@ from __future__ import annotations
 from decimal import Decimal
 
 from django.conf import settings
-from django.core.validators import MinValueValidator, RegexValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
+
+from tenants.estimate import MAX_INSTANCES, MAX_PARAMETERS, MAX_TOKENS
 
 AWS_ACCOUNT_ID = RegexValidator(r"^\d{12}$", _("An AWS account id is exactly 12 digits."))
 IAM_ROLE_ARN = RegexValidator(
@@ -279,14 +281,18 @@ class CapacityRequest(models.Model):
         verbose_name=_("allocation to extend or enlarge"),
     )
     pool = models.ForeignKey(CapacityPool, on_delete=models.PROTECT, related_name="requests", verbose_name=_("pool"))
-    instance_count = models.PositiveIntegerField(_("instances"), validators=[MinValueValidator(1)])
+    instance_count = models.PositiveIntegerField(
+        _("instances"), validators=[MinValueValidator(1), MaxValueValidator(MAX_INSTANCES)]
+    )
     starts_on = models.DateField(_("first day"))
     ends_on = models.DateField(_("last day"))
     justification = models.TextField(_("justification"))
     # The optional training plan behind the request; the estimate is computed from it.
-    parameter_count = models.BigIntegerField(_("parameters"), null=True, blank=True, validators=[MinValueValidator(1)])
+    parameter_count = models.BigIntegerField(
+        _("parameters"), null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(MAX_PARAMETERS)]
+    )
     training_tokens = models.BigIntegerField(
-        _("training tokens"), null=True, blank=True, validators=[MinValueValidator(1)]
+        _("training tokens"), null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(MAX_TOKENS)]
     )
     framework = models.CharField(_("framework"), max_length=32, choices=Framework.choices, blank=True)
     expected_mfu = models.DecimalField(
@@ -295,7 +301,7 @@ class CapacityRequest(models.Model):
         decimal_places=3,
         null=True,
         blank=True,
-        validators=[MinValueValidator(Decimal("0.01"))],
+        validators=[MinValueValidator(Decimal("0.01")), MaxValueValidator(Decimal("1"))],
     )
     status = models.CharField(_("status"), max_length=24, choices=Status.choices, default=Status.DRAFT)
     created_by = models.ForeignKey(
@@ -414,6 +420,20 @@ class Allocation(models.Model):
         return self.instance_count * self.days * 24
 
 
+ACTION_LABELS = {
+    "request.created": _("created the request"),
+    "request.submitted": _("submitted it for review"),
+    "request.withdrawn": _("withdrew it"),
+    "request.approved": _("approved it"),
+    "request.partially_approved": _("approved it partially"),
+    "request.rejected": _("rejected it"),
+    "allocation.created": _("created the allocation"),
+    "allocation.active": _("the allocation became active"),
+    "allocation.expired": _("the allocation expired"),
+    "allocation.revoked": _("revoked the allocation"),
+}
+
+
 class AuditEvent(models.Model):
     """Append-only record of a decision or change: who, when, what, before → after."""
 
@@ -446,3 +466,7 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor} {self.action} {self.target_type}#{self.target_id}"
+
+    @property
+    def action_label(self) -> str:
+        return str(ACTION_LABELS.get(self.action, self.action))

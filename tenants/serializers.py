@@ -6,6 +6,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from tenants.access import visible_organizations
+from tenants.estimate import MAX_INSTANCES, MAX_PARAMETERS, MAX_TOKENS
 from tenants.models import (
     Allocation,
     CapacityPool,
@@ -102,19 +103,25 @@ class CapacityPoolSerializer(serializers.ModelSerializer):
 class EstimateSerializer(serializers.Serializer):
     """Inputs of the compute estimate; the response is the Estimate's fields."""
 
-    parameters = serializers.IntegerField(min_value=1, help_text="Model parameters, e.g. 7000000000.")
+    parameters = serializers.IntegerField(
+        min_value=1, max_value=MAX_PARAMETERS, help_text="Model parameters, e.g. 7000000000."
+    )
     tokens = serializers.IntegerField(
-        min_value=1, required=False, allow_null=True, help_text="Training tokens; blank = 20 × parameters."
+        min_value=1,
+        max_value=MAX_TOKENS,
+        required=False,
+        allow_null=True,
+        help_text="Training tokens; blank = 20 × parameters.",
     )
     instance_type = serializers.SlugRelatedField(slug_field="api_name", queryset=InstanceType.objects.all())
     region = serializers.ChoiceField(choices=Region.choices)
-    instance_count = serializers.IntegerField(min_value=1)
+    instance_count = serializers.IntegerField(min_value=1, max_value=MAX_INSTANCES)
     starts_on = serializers.DateField()
     ends_on = serializers.DateField()
     mfu = serializers.DecimalField(
         max_digits=4,
         decimal_places=3,
-        min_value=Decimal("0.001"),
+        min_value=Decimal("0.01"),
         max_value=Decimal("1"),
         required=False,
         allow_null=True,
@@ -143,10 +150,10 @@ class EstimateResultSerializer(serializers.Serializer):
     fits_window = serializers.BooleanField()
     fits_memory = serializers.BooleanField()
     fits = serializers.BooleanField()
-    cost_usd = serializers.DecimalField(max_digits=16, decimal_places=2, allow_null=True)
-    cost_local = serializers.DecimalField(max_digits=18, decimal_places=0, allow_null=True)
-    window_cost_usd = serializers.DecimalField(max_digits=16, decimal_places=2, allow_null=True)
-    window_cost_local = serializers.DecimalField(max_digits=18, decimal_places=0, allow_null=True)
+    cost_usd = serializers.DecimalField(max_digits=24, decimal_places=2, allow_null=True)
+    cost_local = serializers.DecimalField(max_digits=26, decimal_places=0, allow_null=True)
+    window_cost_usd = serializers.DecimalField(max_digits=24, decimal_places=2, allow_null=True)
+    window_cost_local = serializers.DecimalField(max_digits=26, decimal_places=0, allow_null=True)
 
 
 class CapacityRequestSerializer(serializers.ModelSerializer):
@@ -221,7 +228,7 @@ def estimate_as_dict(result) -> dict:
 class DecisionSerializer(serializers.Serializer):
     """Approve in full (no fields), or partially with fewer instances and/or a shorter window."""
 
-    instance_count = serializers.IntegerField(required=False, min_value=1)
+    instance_count = serializers.IntegerField(required=False, min_value=1, max_value=MAX_INSTANCES)
     starts_on = serializers.DateField(required=False)
     ends_on = serializers.DateField(required=False)
     comment = serializers.CharField(required=False, allow_blank=True, default="")

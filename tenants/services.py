@@ -7,7 +7,7 @@ total − spare — is enforced in `_check_fits` under a row lock on the pool, a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from decimal import Decimal
 
 from django.conf import settings
@@ -20,7 +20,7 @@ from django.utils.translation import gettext as _
 
 from tenants.access import get_org_access_or_404, is_program_manager
 from tenants.capacity import Peak, Span, peak_usage
-from tenants.estimate import Estimate, Hardware, estimate
+from tenants.estimate import MAX_PARAMETERS, MAX_TOKENS, Estimate, Hardware, estimate
 from tenants.models import (
     Allocation,
     AuditEvent,
@@ -91,7 +91,7 @@ def find_pool(*, instance_type: InstanceType, region: str, starts_on: date, ends
         "start": date_format(pool.starts_on, "Y-m-d"),
         "end": date_format(pool.ends_on, "Y-m-d"),
     }
-    field = "starts_on" if starts_on < pool.starts_on else "ends_on"
+    field = "starts_on" if starts_on < pool.starts_on or starts_on > pool.ends_on else "ends_on"
     raise ValidationError({field: message})
 
 
@@ -113,14 +113,56 @@ def pool_spans(pool_ids: list[int], *, starts_on: date, ends_on: date) -> dict[i
 class Headroom:
     allocatable: int
     peak: Peak
+    covers_window: bool = True  # False: part of the window lies outside the pool's own window
 
     @property
     def free(self) -> int:
+        if not self.covers_window:
+            return 0  # the pool has no capacity at all on the days it does not cover
         return max(self.allocatable - self.peak.used, 0)
 
 
 def headroom(pool: CapacityPool, spans: list[Span], *, starts_on: date, ends_on: date) -> Headroom:
-    return Headroom(pool.allocatable_instances, peak_usage(spans, starts_on=starts_on, ends_on=ends_on))
+    covers = pool.starts_on <= starts_on and ends_on <= pool.ends_on
+    return Headroom(pool.allocatable_instances, peak_usage(spans, starts_on=starts_on, ends_on=ends_on), covers)
+
+
+def check_pool_change(*, pool: CapacityPool, total_instances: int, spare_instances: int, starts_on: date,
+                      ends_on: date) -> None:  # fmt: skip
+    """A pool may shrink only while its allocations still fit: the invariant holds for pool edits too."""
+    if pool.pk is None:
+        return
+    holding = Allocation.objects.filter(pool=pool).holding_capacity()
+    outside = holding.exclude(starts_on__gte=starts_on, ends_on__lte=ends_on).order_by("starts_on").first()
+    if outside is not None:
+        raise ValidationError(
+            _("Allocation #%(id)s (%(start)s – %(end)s) lies outside the new window; revoke or move it first.")
+            % {"id": outside.pk, "start": outside.starts_on, "end": outside.ends_on}
+        )
+    spans = [Span(a.starts_on, a.ends_on, a.instance_count) for a in holding]
+    peak = peak_usage(spans, starts_on=starts_on, ends_on=ends_on)
+    if peak.used > total_instances - spare_instances:
+        raise ValidationError(
+            _("On %(day)s, %(used)s instances are allocated: the pool needs at least %(used)s allocatable "
+              "(total − spare), not %(allocatable)s.")
+            % {"day": peak.on, "used": peak.used, "allocatable": total_instances - spare_instances}
+        )  # fmt: skip
+
+
+@transaction.atomic
+def save_pool(*, pool: CapacityPool) -> CapacityPool:
+    """Save a pool edit (admin) under the pool row lock, re-checking the invariant."""
+    if pool.pk is not None:
+        CapacityPool.objects.select_for_update().get(pk=pool.pk)
+    check_pool_change(
+        pool=pool,
+        total_instances=pool.total_instances,
+        spare_instances=pool.spare_instances,
+        starts_on=pool.starts_on,
+        ends_on=pool.ends_on,
+    )
+    pool.save()
+    return pool
 
 
 def catalog_prices() -> dict[tuple[int, str], Decimal]:
@@ -219,19 +261,14 @@ def create_request(
     kind: str = CapacityRequest.Kind.NEW,
     submit: bool = False,
 ) -> CapacityRequest:
-    access = get_org_access_or_404(user, organization.slug)
-    if not access.can_write:
-        raise PermissionDenied(_("You cannot request capacity for this organization."))
+    _require_member(user, organization)
     if instance_count is None or instance_count < 1:
         raise ValidationError({"instance_count": _("Ask for at least one instance.")})
     if not justification.strip():
         raise ValidationError({"justification": _("Say what the capacity is for.")})
     _validate_window(starts_on=starts_on, ends_on=ends_on)
     if base_allocation is not None:
-        if base_allocation.organization_id != organization.pk or base_allocation.status == Allocation.Status.REVOKED:
-            raise ValidationError({"base_allocation": _("Choose one of this organization's current allocations.")})
-        if kind == CapacityRequest.Kind.NEW:
-            raise ValidationError({"kind": _("Say whether to extend or to enlarge the allocation.")})
+        _check_change_of(base_allocation, organization=organization, kind=kind, starts_on=starts_on, ends_on=ends_on)
         instance_type, region = base_allocation.pool.instance_type, base_allocation.pool.region
     elif kind != CapacityRequest.Kind.NEW:
         raise ValidationError({"base_allocation": _("Choose the allocation to extend or enlarge.")})
@@ -243,10 +280,14 @@ def create_request(
                 % {"pool": pool, "n": pool.allocatable_instances}
             }
         )
-    if parameter_count is not None and parameter_count < 1:
-        raise ValidationError({"parameter_count": _("The parameter count must be positive.")})
-    if training_tokens is not None and training_tokens < 1:
-        raise ValidationError({"training_tokens": _("The token count must be positive.")})
+    if parameter_count is not None and not 0 < parameter_count <= MAX_PARAMETERS:
+        raise ValidationError(
+            {"parameter_count": _("The parameter count must be between 1 and %(max)s.") % {"max": MAX_PARAMETERS}}
+        )
+    if training_tokens is not None and not 0 < training_tokens <= MAX_TOKENS:
+        raise ValidationError(
+            {"training_tokens": _("The token count must be between 1 and %(max)s.") % {"max": MAX_TOKENS}}
+        )
     if expected_mfu is not None and not Decimal("0") < Decimal(expected_mfu) <= Decimal("1"):
         raise ValidationError({"expected_mfu": _("Model FLOPs utilization is a fraction between 0 and 1.")})
     capacity_request = CapacityRequest.objects.create(
@@ -281,6 +322,29 @@ def create_request(
     return capacity_request
 
 
+def _check_change_of(base: Allocation, *, organization: Organization, kind: str, starts_on: date,
+                     ends_on: date) -> None:  # fmt: skip
+    """An extension continues an allocation the day after it ends; an enlargement adds instances inside it."""
+    if base.organization_id != organization.pk:
+        raise ValidationError({"base_allocation": _("Choose one of this organization's current allocations.")})
+    if base.status not in (Allocation.Status.SCHEDULED, Allocation.Status.ACTIVE):
+        raise ValidationError(
+            {"base_allocation": _("Only a scheduled or active allocation can be extended or enlarged.")}
+        )
+    if kind == CapacityRequest.Kind.EXTENSION and starts_on != base.ends_on + timedelta(days=1):
+        raise ValidationError(
+            {"starts_on": _("An extension starts the day after the allocation ends: %(day)s.")
+             % {"day": date_format(base.ends_on + timedelta(days=1), "Y-m-d")}}
+        )  # fmt: skip
+    if kind == CapacityRequest.Kind.ENLARGEMENT and not (base.starts_on <= starts_on and ends_on <= base.ends_on):
+        raise ValidationError(
+            {"starts_on": _("An enlargement adds instances inside the allocation's window (%(start)s – %(end)s).")
+             % {"start": date_format(base.starts_on, "Y-m-d"), "end": date_format(base.ends_on, "Y-m-d")}}
+        )  # fmt: skip
+    if kind == CapacityRequest.Kind.NEW:
+        raise ValidationError({"kind": _("Say whether to extend or to enlarge the allocation.")})
+
+
 def _locked(capacity_request: CapacityRequest) -> CapacityRequest:
     # Re-read under a row lock: two clicks (or two managers) must not both act on the old status.
     # of=("self",): lock only the request row, not the joined pool/catalog rows (approve locks the pool itself).
@@ -291,9 +355,14 @@ def _locked(capacity_request: CapacityRequest) -> CapacityRequest:
     )
 
 
+def _require_member(user, organization: Organization) -> None:
+    """Capacity is asked for by the organization's own members; program staff decide, they do not ask."""
+    if get_org_access_or_404(user, organization.slug).membership is None:
+        raise PermissionDenied(_("Only members of %(org)s can request capacity for it.") % {"org": organization})
+
+
 def _require_writer(user, capacity_request: CapacityRequest) -> None:
-    if not get_org_access_or_404(user, capacity_request.organization.slug).can_write:
-        raise PermissionDenied(_("You cannot act on this organization's requests."))
+    _require_member(user, capacity_request.organization)
 
 
 def _set_status(*, user, capacity_request: CapacityRequest, status: str, action: str, comment: str = "") -> None:
@@ -416,15 +485,17 @@ def approve_request(
     if end < start:
         raise ValidationError({"ends_on": _("The last day must not be before the first day.")})
     if start < capacity_request.starts_on or end > capacity_request.ends_on:
+        window = _("An approval can shorten the requested window (%(start)s – %(end)s), not widen it.") % {
+            "start": date_format(capacity_request.starts_on, "Y-m-d"),
+            "end": date_format(capacity_request.ends_on, "Y-m-d"),
+        }
+        raise ValidationError({"starts_on" if start < capacity_request.starts_on else "ends_on": window})
+    if end < today():
         raise ValidationError(
-            {
-                "starts_on": _("An approval can shorten the requested window (%(start)s – %(end)s), not widen it.")
-                % {
-                    "start": date_format(capacity_request.starts_on, "Y-m-d"),
-                    "end": date_format(capacity_request.ends_on, "Y-m-d"),
-                }
-            }
+            {"ends_on": _("The requested window has passed; reject the request or agree new dates with the tenant.")}
         )
+    # Capacity cannot be granted for days already gone: a late approval starts today.
+    start = max(start, today())
     _check_fits(pool=pool, instance_count=count, starts_on=start, ends_on=end)
 
     partial = (count, start, end) != (

@@ -168,6 +168,8 @@ def capacity_request_new(request, org_slug: str):
     org = access.organization
     base = None
     if allocation_id := request.GET.get("allocation") or request.POST.get("allocation"):
+        if not str(allocation_id).isdigit():
+            raise Http404
         base = get_object_or_404(
             Allocation.objects.for_org(org).select_related("pool__instance_type"), pk=allocation_id
         )
@@ -205,7 +207,14 @@ def capacity_request_new(request, org_slug: str):
                 return redirect("capacity-request", org_slug=org.slug, pk=capacity_request.pk)
     else:
         initial = {"region": Region.US_EAST_1}
-        if base:
+        if base and request.GET.get("kind") == CapacityRequest.Kind.ENLARGEMENT:
+            initial |= {
+                "instance_count": 1,
+                "kind": CapacityRequest.Kind.ENLARGEMENT,
+                "starts_on": max(base.starts_on, services.today()),
+                "ends_on": base.ends_on,
+            }
+        elif base:
             initial |= {
                 "instance_count": base.instance_count,
                 "kind": CapacityRequest.Kind.EXTENSION,
@@ -274,7 +283,8 @@ def capacity_request_action(request, org_slug: str, pk: int, action: str):
     except ValidationError as error:
         messages.error(request, " ".join(error.messages))
     else:
-        messages.success(request, _("Request #%(id)s: done.") % {"id": capacity_request.pk})
+        done = {"submit": _("Request #%(id)s submitted for review."), "withdraw": _("Request #%(id)s withdrawn.")}
+        messages.success(request, done[action] % {"id": capacity_request.pk})
     return redirect("capacity-request", org_slug=access.organization.slug, pk=capacity_request.pk)
 
 
@@ -326,7 +336,7 @@ def _review_rows(user, capacity_requests: list[CapacityRequest]) -> list[dict]:
                 "estimate": estimate,
                 "form": DecisionForm(
                     initial={
-                        "instance_count": min(capacity_request.instance_count, room.free) or None,
+                        "instance_count": capacity_request.instance_count,
                         "starts_on": capacity_request.starts_on,
                         "ends_on": capacity_request.ends_on,
                     },
@@ -343,7 +353,7 @@ def review_queue(request):
     submitted = (
         CapacityRequest.objects.visible_to(request.user)
         .filter(status=CapacityRequest.Status.SUBMITTED)
-        .select_related("organization", "pool__instance_type", "pool__program", "created_by")
+        .select_related("organization", "pool__instance_type", "pool__program", "created_by", "base_allocation")
         .order_by("submitted_at", "pk")
     )
     page = Paginator(submitted, PAGE_SIZE).get_page(request.GET.get("page"))
@@ -388,14 +398,18 @@ def decide(request, pk: int):
         except ValidationError as validation_error:
             error = " ".join(validation_error.messages)
     else:
-        error = " ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items())
+        error = " ".join(
+            f"{form.fields[field].label if field in form.fields else ''}: {' '.join(errors)}".lstrip(": ")
+            for field, errors in form.errors.items()
+        )
     if request.htmx:
-        if outcome is None:
+        capacity_request.refresh_from_db()
+        if outcome is None and capacity_request.status == CapacityRequest.Status.SUBMITTED:
             row = _review_rows(request.user, [capacity_request])[0]
             row["form"] = form
             row["error"] = error
             return render(request, "tenants/review_queue.html#review-row", {"row": row, "can_decide": True})
-        capacity_request.refresh_from_db()
+        # Decided now, or already decided by someone else: show the outcome either way.
         return render(request, "tenants/review_queue.html#decided-row", {"capacity_request": capacity_request})
     if error:
         messages.error(request, error)

@@ -35,7 +35,7 @@ def test_request_estimate_partial_approval_allocation(page, live_server, screens
     page.get_by_label("Training tokens (billions)").fill("1000")
     # The estimate panel updates as the tenant types, without a page load.
     estimate = page.locator("#estimate")
-    estimate.locator("dt", has_text="Accelerator-hours").wait_for()
+    estimate.locator("dt", has_text="Accelerator-hours").wait_for(timeout=30_000)  # a loaded CI box is slow
     assert "Fits: about" in estimate.inner_text()  # 4.8e22 FLOPs on 4 P5: ~35 days of a 60-day window
     screenshot("capacity-1-request-form-with-estimate")
     page.get_by_role("button", name="Submit for review").click()

@@ -221,3 +221,40 @@ def test_schema_documents_capacity_endpoints(client):
         "/api/v1/estimate/", "/api/v1/pools/",
     ):  # fmt: skip
         assert path in paths, path
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"parameters": 10**15}, {"tokens": 10**17}, {"instance_count": 10**20}, {"parameters": int("9" * 310)}],
+)
+def test_absurd_estimate_inputs_are_400_not_500(member_api, change):
+    body = {
+        "parameters": 10**9, "instance_type": "p5.48xlarge", "region": "us-east-1", "instance_count": 1,
+        "starts_on": "2027-01-01", "ends_on": "2027-01-31",
+    } | change  # fmt: skip
+    response = member_api.post("/api/v1/estimate/", body, format="json")
+    assert response.status_code == 400
+    assert set(response.json()) == set(change)
+
+
+def test_largest_allowed_plan_still_renders(member_api, org, pool):
+    body = {**BODY, "parameter_count": 10**14, "training_tokens": 10**16, "instance_count": 1, "submit": True}
+    response = member_api.post("/api/v1/capacity-requests/", body, format="json")
+    assert response.status_code == 201
+    assert member_api.get("/api/v1/capacity-requests/").status_code == 200
+
+
+def test_too_large_a_plan_is_400_and_saves_nothing(member_api, pool):
+    response = member_api.post("/api/v1/capacity-requests/", {**BODY, "parameter_count": 10**15}, format="json")
+    assert response.status_code == 400 and "parameter_count" in response.json()
+    assert not CapacityRequest.objects.exists()
+
+
+def test_pools_window_outside_the_pool_has_nothing_free(member_api, pool):
+    body = member_api.get("/api/v1/pools/?start=2027-06-01&end=2027-12-31").json()["results"][0]
+    assert body["window"]["free_instances"] == 0
+
+
+def test_tenant_approving_own_request_with_a_bad_body_is_403(member_api, org, pool):
+    mine = CapacityRequestFactory(pool=pool, organization=org)
+    assert member_api.post(f"/api/v1/capacity-requests/{mine.id}/approve/", {"instance_count": -1}).status_code == 403

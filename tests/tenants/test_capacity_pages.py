@@ -68,7 +68,7 @@ def test_submitting_the_form_creates_a_submitted_request(member_client, org, poo
     assert request.status == CapacityRequest.Status.SUBMITTED
     assert (request.parameter_count, request.training_tokens, request.framework) == (7 * 10**9, None, "megatron")
     assert f"Request #{request.pk} submitted for review." in response.text
-    assert "History" in response.text and "request.submitted" in response.text
+    assert "History" in response.text and "submitted it for review" in response.text
 
 
 def test_saving_a_draft(member_client, org, pool):
@@ -283,3 +283,23 @@ def test_revoke_without_reason_changes_nothing(manager_client, pool):
     assert "Give the reason" in response.text
     allocation.refresh_from_db()
     assert allocation.status == Allocation.Status.SCHEDULED
+
+
+@pytest.mark.parametrize("value", ["abc", "1.5", "-1"])
+def test_malformed_allocation_parameter_is_404(member_client, org, pool, value):
+    response = member_client.get(reverse("capacity-request-new", args=[org.slug]) + f"?allocation={value}")
+    assert response.status_code == 404
+
+
+def test_staff_see_no_request_buttons_on_tenant_pages(manager_client, org, pool):
+    AllocationFactory(pool=pool, organization=org, status=Allocation.Status.ACTIVE)
+    response = manager_client.get(reverse("capacity", args=[org.slug]))
+    assert ">Request capacity</a>" not in response.text and "kind=enlargement" not in response.text
+
+
+def test_deciding_an_already_decided_request_shows_the_outcome(manager_client, pool):
+    request = CapacityRequestFactory(pool=pool, status=CapacityRequest.Status.APPROVED)
+    response = manager_client.post(
+        reverse("capacity-decide", args=[request.pk]), {f"r{request.pk}-decision": "approve"}, HTTP_HX_REQUEST="true"
+    )
+    assert "Approved" in response.text and "<form" not in response.text

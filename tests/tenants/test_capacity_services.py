@@ -95,7 +95,7 @@ def test_partial_approval_trims_count_and_window(pool, manager, member, org):
         ({"instance_count": 33}, "instance_count", "more than the 32 instances requested"),
         ({"instance_count": 0}, "instance_count", "at least one"),
         ({"starts_on": date(2026, 12, 20)}, "starts_on", "not widen it"),
-        ({"ends_on": d(4, 30)}, "starts_on", "not widen it"),
+        ({"ends_on": d(4, 30)}, "ends_on", "not widen it"),
         ({"starts_on": d(2, 1), "ends_on": d(1, 15)}, "ends_on", "must not be before"),
     ],
 )
@@ -191,7 +191,7 @@ def test_draft_then_submit_then_withdraw(pool, member, org):
         ({"region": "ap-northeast-1"}, "instance_type", "no pool of p5.48xlarge in ap-northeast-1"),
         ({"instance_type": "p4de.24xlarge"}, "region", "not offered"),
         ({"justification": "  "}, "justification", "what the capacity is for"),
-        ({"parameter_count": -5}, "parameter_count", "positive"),
+        ({"parameter_count": -5}, "parameter_count", "between 1 and"),
         ({"expected_mfu": 2}, "expected_mfu", "between 0 and 1"),
     ],
 )
@@ -266,3 +266,87 @@ def test_the_periodic_task_moves_statuses_and_is_safe_to_run_twice(pool, org):
     assert refresh_allocation_statuses.apply().get() == 0
     allocation.refresh_from_db()
     assert allocation.status == Allocation.Status.ACTIVE
+
+
+# --- Rules found in review ---------------------------------------------------------------------
+
+
+def test_program_staff_do_not_file_or_withdraw_tenant_requests(pool, org, member, support, manager):
+    for staff in (support, manager):
+        with pytest.raises(PermissionDenied, match="Only members"):
+            create(staff, org)
+    request = create(member, org, submit=True)
+    with pytest.raises(PermissionDenied):
+        services.withdraw_request(user=support, capacity_request=request)
+    request.refresh_from_db()
+    assert request.status == Status.SUBMITTED
+
+
+def test_extension_starts_the_day_after_the_allocation(pool, member, org):
+    base = AllocationFactory(pool=pool, organization=org, starts_on=d(1, 1), ends_on=d(1, 31))
+    with pytest.raises(ValidationError, match="starts the day after the allocation ends: 2027-02-01"):
+        create(
+            member, org, base_allocation=base, kind=CapacityRequest.Kind.EXTENSION, starts_on=d(1, 1), ends_on=d(2, 28)
+        )
+    assert create(member, org, base_allocation=base, kind=CapacityRequest.Kind.EXTENSION, starts_on=d(2, 1),
+                  ends_on=d(2, 28))  # fmt: skip
+
+
+def test_enlargement_stays_inside_the_allocation(pool, member, org):
+    base = AllocationFactory(pool=pool, organization=org, starts_on=d(1, 1), ends_on=d(1, 31))
+    with pytest.raises(ValidationError, match="inside the allocation's window"):
+        create(
+            member,
+            org,
+            base_allocation=base,
+            kind=CapacityRequest.Kind.ENLARGEMENT,
+            starts_on=d(1, 15),
+            ends_on=d(2, 5),
+        )
+    assert create(member, org, base_allocation=base, kind=CapacityRequest.Kind.ENLARGEMENT, starts_on=d(1, 15),
+                  ends_on=d(1, 31))  # fmt: skip
+
+
+@pytest.mark.parametrize("status", [Allocation.Status.EXPIRED, Allocation.Status.REVOKED])
+def test_only_current_allocations_change(pool, member, org, status):
+    base = AllocationFactory(pool=pool, organization=org, starts_on=d(1, 1), ends_on=d(1, 31), status=status)
+    with pytest.raises(ValidationError, match="Only a scheduled or active allocation"):
+        create(
+            member, org, base_allocation=base, kind=CapacityRequest.Kind.EXTENSION, starts_on=d(2, 1), ends_on=d(2, 9)
+        )
+
+
+def test_late_approval_starts_today_and_a_passed_window_is_refused(pool, manager):
+    request = submitted(pool, 4, d(1, 1), d(1, 31))
+    with time_machine.travel(date(2027, 1, 10), tick=False):
+        allocation = services.approve_request(user=manager, capacity_request=request)
+    assert (allocation.starts_on, allocation.status) == (d(1, 10), Allocation.Status.ACTIVE)
+    old = submitted(pool, 4, d(1, 1), d(1, 31))
+    with time_machine.travel(date(2027, 2, 10), tick=False), pytest.raises(ValidationError, match="has passed"):
+        services.approve_request(user=manager, capacity_request=old)
+
+
+def test_a_pool_cannot_shrink_below_its_allocations(pool):
+    AllocationFactory(pool=pool, instance_count=100, starts_on=d(2, 1), ends_on=d(2, 28))
+    args = dict(total_instances=127, spare_instances=0, starts_on=pool.starts_on, ends_on=pool.ends_on)
+    services.check_pool_change(pool=pool, **args)  # unchanged: fine
+    with pytest.raises(ValidationError, match="On 2027-02-01, 100 instances are allocated"):
+        services.check_pool_change(pool=pool, **(args | {"total_instances": 99}))
+    with pytest.raises(ValidationError, match="outside the new window"):
+        services.check_pool_change(pool=pool, **(args | {"ends_on": d(1, 31)}))
+
+
+def test_admin_pool_form_refuses_to_break_the_invariant(pool):
+    from tenants.admin import CapacityPoolForm
+
+    AllocationFactory(pool=pool, instance_count=100, starts_on=d(2, 1), ends_on=d(2, 28))
+    data = {
+        "program": pool.program_id, "instance_type": pool.instance_type_id, "region": pool.region,
+        "capacity_reservation_id": "", "total_instances": 40, "spare_instances": 0,
+        "starts_on": pool.starts_on, "ends_on": pool.ends_on,
+    }  # fmt: skip
+    form = CapacityPoolForm(data, instance=pool)
+    assert not form.is_valid()
+    assert "100 instances are allocated" in str(form.non_field_errors())
+    pool.refresh_from_db()
+    assert pool.total_instances == 127

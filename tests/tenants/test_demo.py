@@ -15,7 +15,7 @@ def counts() -> dict[str, int]:
 def test_demo_program_matches_the_real_cycle():
     call_command("load_demo", "--start", "2027-01-01")
     program = Program.objects.get()
-    assert (program.starts_on.isoformat(), program.ends_on.isoformat()) == ("2027-01-01", "2027-07-01")
+    assert (program.starts_on.isoformat(), program.ends_on.isoformat()) == ("2027-01-01", "2027-06-30")
     assert Organization.objects.count() == 12
     p5 = CapacityPool.objects.filter(instance_type__api_name="p5.48xlarge")
     assert p5.aggregate(n=Sum("total_instances"))["n"] == 127

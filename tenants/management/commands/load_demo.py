@@ -74,7 +74,7 @@ class Command(BaseCommand):
             defaults={
                 "name": "FM Program (demo cycle)",
                 "starts_on": starts_on,
-                "ends_on": add_months(starts_on, 6),
+                "ends_on": add_months(starts_on, 6) - timedelta(days=1),  # six months, last day inclusive
                 "timezone": "Asia/Tokyo",
                 "currency": "JPY",
                 "usd_exchange_rate": 150,
@@ -135,7 +135,7 @@ class Command(BaseCommand):
             pool = pools[(api_name, region)]
             request = CapacityRequest.objects.create(
                 organization=org, pool=pool, instance_count=count, starts_on=program.starts_on,
-                ends_on=program.ends_on - timedelta(days=1), justification="Cycle launch allocation.",
+                ends_on=program.ends_on, justification="Cycle launch allocation.",
                 status=CapacityRequest.Status.APPROVED, created_by=manager, submitted_at=decided_at,
                 decided_by=manager, decided_at=decided_at, decision_comment="Day-one allocation.",
             )  # fmt: skip
@@ -150,13 +150,18 @@ class Command(BaseCommand):
             (organizations[0], ("p5.48xlarge", Region.US_EAST_1), 8, 70 * 10**9, "Scale the 70B run for its finale."),
             (organizations[1], ("trn1.32xlarge", Region.US_EAST_1), 6, 8 * 10**9, "Port the 8B model to Trainium."),
         ):  # fmt: skip
-            CapacityRequest.objects.create(
+            request = CapacityRequest.objects.create(
                 organization=org, pool=pools[(api_name, region)], instance_count=count, starts_on=next_month,
                 ends_on=add_months(next_month, 2) - timedelta(days=1), justification=justification,
                 parameter_count=params, training_tokens=params * 20, framework="megatron",
                 status=CapacityRequest.Status.SUBMITTED, created_by=org.memberships.first().user,
                 submitted_at=timezone.now(),
             )  # fmt: skip
+            for action, changes in (("request.created", {"instance_count": (None, count)}),
+                                    ("request.submitted", {"status": ("draft", "submitted")})):  # fmt: skip
+                services.record_audit(
+                    actor=request.created_by, organization=org, action=action, target=request, changes=changes
+                )
 
     def _user(self, username: str, first: str, last: str, staff: str | None = None, admin: bool = False):
         user, created = get_user_model().objects.get_or_create(
