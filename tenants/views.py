@@ -409,8 +409,11 @@ def decide(request, pk: int):
             row["form"] = form
             row["error"] = error
             return render(request, "tenants/review_queue.html#review-row", {"row": row, "can_decide": True})
-        # Decided now, or already decided by someone else: show the outcome either way.
-        return render(request, "tenants/review_queue.html#decided-row", {"capacity_request": capacity_request})
+        # Decided now, or already decided by someone else: the row leaves the queue, the outcome goes to
+        # the log above it (out of band), and the list reloads so every other row's free capacity is current.
+        response = render(request, "tenants/review_queue_decided.html", {"capacity_request": capacity_request})
+        response["HX-Trigger"] = "capacity-decided"
+        return response
     if error:
         messages.error(request, error)
     else:

@@ -51,8 +51,12 @@ def test_request_estimate_partial_approval_allocation(page, live_server, screens
     row.get_by_label("Instances").fill("2")
     row.get_by_label("Comment to the tenant").fill("Two now; the pool is full until the spring.")
     row.get_by_role("button", name="Approve").click()
-    decided = page.locator(f"#request-{request.pk}")
+    decided = page.locator(f"#decided-{request.pk}")
     decided.get_by_text("Partially approved").wait_for()
+    page.locator(f"#request-{request.pk}").wait_for(state="detached")
+    # The queue reloads itself: the other P5 request in us-east-1 now sees no free capacity.
+    other = CapacityRequest.objects.filter(status="submitted", pool=request.pool).get()
+    page.locator(f"#request-{other.pk}").get_by_text("0 of 62 free").wait_for()
     assert "allocated 2 instances" in decided.inner_text()
     screenshot("capacity-4-partially-approved")
     page.goto(f"{live_server.url}/program/capacity/pools/{request.pool_id}/")

@@ -213,6 +213,8 @@ def test_htmx_partial_approval_swaps_the_row(manager_client, pool, org):
     )
     assert response.status_code == 200
     assert "Partially approved" in response.text and "allocated 8 instances" in response.text
+    assert 'hx-swap-oob="afterbegin:#decision-log"' in response.text  # the outcome goes to the log
+    assert response["HX-Trigger"] == "capacity-decided"  # and the queue reloads its free capacity
     assert "<html" not in response.text
     assert Allocation.objects.get().instance_count == 8
 
