@@ -72,13 +72,19 @@ def _sorted(queryset: QuerySet, sorts: dict, key: str, default: str) -> tuple[Qu
     return queryset.order_by(*fields), key
 
 
+def _fragment(request) -> bool:
+    """An htmx request wants a fragment, except when htmx restores a pushed URL missing from its history
+    cache (back button): then it needs the whole page."""
+    return bool(request.htmx) and not request.htmx.history_restore_request
+
+
 def _page(request, queryset: QuerySet):
     return Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
 
 
 def _render_form(request, template: str, context: dict, partial: str | None = None, *, invalid: bool):
     """Full pages with form errors answer 400; an htmx fragment answers 200 so htmx swaps the errors in."""
-    if request.htmx and partial:
+    if _fragment(request) and partial:
         return render(request, f"{template}#{partial}", context)
     return render(request, template, context, status=400 if invalid else 200)
 
@@ -118,7 +124,7 @@ def workload_tracking(request):
         "filtered": any(request.GET.get(name) for name in filterset.filters),
     }
     template = "workloads/workload_tracking.html"
-    if request.htmx:
+    if _fragment(request):
         return render(request, f"{template}#workload-table", context)
     return render(request, template, context, status=400 if filterset.errors else 200)
 
@@ -326,7 +332,7 @@ def case_list(request):
         "now": timezone.now(),
     }
     template = "workloads/case_list.html"
-    if request.htmx:
+    if _fragment(request):
         return render(request, f"{template}#case-table", context)
     return render(request, template, context, status=400 if filterset.errors else 200)
 
@@ -390,7 +396,7 @@ def _case_context(request, case: SupportCase, *, comment_form=None, update_form=
 def case_detail(request, pk: int):
     case = _visible_case(request, pk)
     template = "workloads/case_detail.html"
-    if request.htmx:
+    if _fragment(request):
         # The history polls for itself alone; the other htmx requests swap the whole case.
         template += "#case-history" if request.GET.get("part") == "history" else "#case-body"
     return render(request, template, _case_context(request, case))
@@ -413,7 +419,7 @@ def case_comment(request, pk: int):
         except ValidationError as error:
             apply_errors(form, error)
         else:
-            if request.htmx:
+            if _fragment(request):
                 return render(
                     request, "workloads/case_detail.html#case-body", _case_context(request, _visible_case(request, pk))
                 )
@@ -437,7 +443,7 @@ def case_update(request, pk: int):
         except ValidationError as error:
             apply_errors(form, error)
         else:
-            if request.htmx:
+            if _fragment(request):
                 return render(
                     request, "workloads/case_detail.html#case-body", _case_context(request, _visible_case(request, pk))
                 )
@@ -506,7 +512,7 @@ def review_week(request, week: str):
     changed; the meeting record with its action items, and earlier weeks' open items carried forward."""
     _require_staff(request)
     week_start = _week(week)
-    template = "workloads/review_week.html" + ("#meeting" if request.htmx else "")
+    template = "workloads/review_week.html" + ("#meeting" if _fragment(request) else "")
     return render(request, template, _review_context(request, week_start))
 
 
@@ -573,6 +579,6 @@ def review_action_item_status(request, pk: int):
 
 
 def _after_review_post(request, week_start):
-    if request.htmx:
+    if _fragment(request):
         return render(request, "workloads/review_week.html#meeting", _review_context(request, week_start))
     return redirect(reverse("workloads:review-week", kwargs={"week": iso_week(week_start)}))

@@ -1,8 +1,17 @@
 import pytest
+from django.utils import translation
 
 from portal.celery import app as celery_app
 from tenants.models import Membership
 from tests.factories import AllocationFactory, MembershipFactory, WorkloadFactory
+
+
+@pytest.fixture(autouse=True)
+def english():
+    """Messages are compared in English. LocaleMiddleware leaves a request's language active in the
+    thread afterwards, so a Japanese page earlier must not turn a later service message Japanese."""
+    with translation.override("en"):
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -163,6 +163,14 @@ def test_the_case_list_shows_active_cases_by_default_and_filters(manager_client,
     assert manager_client.get(CASES, {"severity": "s9"}).status_code == 400
 
 
+def test_staff_find_the_cases_assigned_to_them(support_client, lead, case, manager, other_org):
+    theirs = SupportCaseFactory(organization=other_org, title="Assigned elsewhere", assignee=manager)
+    page = support_client.get(CASES).text
+    assert f"?assignee={lead.username}" in page
+    text = support_client.get(CASES, {"assignee": lead.username}).text
+    assert case.title in text and theirs.title not in text
+
+
 def test_the_case_list_runs_a_fixed_number_of_queries(manager_client):
     def grow(count):
         for _ in range(count):

@@ -105,6 +105,13 @@ def test_htmx_gets_only_the_table_fragment(member_client, workload):
     assert "HX-Request" in response["Vary"]
 
 
+def test_going_back_to_a_pushed_url_gets_the_whole_page(member_client, workload):
+    # htmx asks for a pushed URL it no longer has cached: a fragment would replace the whole page.
+    headers = {"HX-Request": "true", "HX-History-Restore-Request": "true"}
+    response = member_client.get(TRACKING, {"sort": "name"}, headers=headers)
+    assert "<html" in response.text and workload.name in response.text
+
+
 def test_the_table_is_paginated(member_client, org):
     WorkloadFactory.create_batch(55, organization=org)
     first = member_client.get(TRACKING)
