@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Q, Sum
+from django.db.models import Max, Q, Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -548,6 +548,9 @@ def sync_nodes(cluster: Cluster, description: ClusterDescription, nodes: list[No
         node.status, node.status_message = info.status, info.message[:500]
         node.launch_time, node.last_seen_at, node.gone_at = info.launch_time, now, None
     ClusterNode.objects.bulk_create(to_create)
+    unchanged = [n.pk for n in known.values() if n.instance_id in listed and n not in to_update]
+    if unchanged:
+        ClusterNode.objects.filter(pk__in=unchanged).update(last_seen_at=now)
     if to_update:
         ClusterNode.objects.bulk_update(
             to_update,
@@ -557,6 +560,14 @@ def sync_nodes(cluster: Cluster, description: ClusterDescription, nodes: list[No
 
     new_events, resolved = [], []
     new_intervals = []
+    reopened = [n.pk for n in known.values() if n.instance_id in listed and n.pk not in open_intervals]
+    last_ends = dict(
+        NodeInterval.objects.for_org(org)
+        .filter(node_id__in=reopened)
+        .values("node_id")
+        .annotate(last=Max("ended_at"))
+        .values_list("node_id", "last")
+    )
     for info in nodes:
         node = nodes_by_id[info.instance_id]
         for cloud_word, kind in NODE_HEALTH_KINDS.items():
@@ -578,8 +589,13 @@ def sync_nodes(cluster: Cluster, description: ClusterDescription, nodes: list[No
             elif info.status != cloud_word and event is not None:
                 event.resolved_at = now
                 resolved.append(event)
-        # A listed node is running (and billed) from its launch: one open interval per node.
+        # A listed node is running (and billed) from its launch: one open interval per node. A node
+        # seen again after its interval was closed (gone from one listing, back in the next) restarts
+        # where the closed one ended, so no hour is ever counted twice.
         if node.pk not in open_intervals:
+            started = info.launch_time or now
+            if node.pk in last_ends and last_ends[node.pk] > started:
+                started = last_ends[node.pk]
             new_intervals.append(
                 NodeInterval(
                     organization=org,
@@ -587,7 +603,7 @@ def sync_nodes(cluster: Cluster, description: ClusterDescription, nodes: list[No
                     node=node,
                     instance_id=node.instance_id,
                     instance_type=node.instance_type,
-                    started_at=info.launch_time or now,
+                    started_at=started,
                 )
             )
 

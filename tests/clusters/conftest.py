@@ -1,10 +1,19 @@
 import copy
 
 import pytest
+from django.utils import translation
 from moto.sagemaker.models import sagemaker_backends
 
 from tests.cloud.conftest import aws  # noqa: F401  (re-exported fixture: moto in process)
 from tests.factories import ActiveAllocationFactory, MembershipFactory, OrgCloudSettingsFactory, instance_type
+
+
+@pytest.fixture(autouse=True)
+def english():
+    """Messages are compared in English. A request in Japanese earlier in the same thread leaves
+    Japanese active (LocaleMiddleware activates a language and never resets it)."""
+    with translation.override("en"):
+        yield
 
 
 @pytest.fixture

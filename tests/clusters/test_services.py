@@ -362,3 +362,34 @@ def test_cloud_settings_without_a_security_group_are_refused_before_any_cloud_ca
     with pytest.raises(ValidationError, match="at least one subnet and one security group"):
         create(org, allocation, actor)
     assert not Cluster.objects.exists()
+
+
+def test_node_hours_count_closed_intervals_to_their_end_and_open_ones_to_now(running, emulator):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    now = timezone.now()
+    NodeInterval.objects.filter(cluster=running).update(started_at=now - timedelta(hours=3))
+    assert cluster_services.node_hours(running, now=now) == pytest.approx(3 * 3)
+    cluster_services.poll_clusters([running.pk])  # polling again never adds hours of its own
+    assert cluster_services.node_hours(running, now=now) == pytest.approx(3 * 3)
+
+    del emulator.cluster(running.cloud_name).nodes["workers-p5-48xlarge-1"]  # terminated
+    cluster_services.poll_clusters([running.pk])
+    closed = NodeInterval.objects.get(instance_id="workers-p5-48xlarge-1")
+    assert closed.ended_at is not None
+    later = closed.ended_at + timedelta(hours=1)
+    ran = (closed.ended_at - closed.started_at).total_seconds() / 3600
+    assert cluster_services.node_hours(running, now=later) == pytest.approx(ran + 2 * (ran + 1))
+
+
+def test_a_node_back_after_a_missed_listing_restarts_where_its_interval_ended(running, emulator):
+    nodes = emulator.cluster(running.cloud_name).nodes
+    node = nodes.pop("workers-p5-48xlarge-1")
+    cluster_services.poll_clusters([running.pk])
+    nodes["workers-p5-48xlarge-1"] = node  # listed again, same instance, same launch time
+    cluster_services.poll_clusters([running.pk])
+    first, second = NodeInterval.objects.filter(instance_id="workers-p5-48xlarge-1").order_by("started_at")
+    assert first.ended_at is not None and second.ended_at is None
+    assert second.started_at == first.ended_at  # not its launch time: that stretch is counted already
