@@ -119,7 +119,7 @@ def test_provision_reaches_in_service_in_the_emulator(org, allocation, actor, em
 
 def test_provisioning_run_three_times_creates_one_cluster(org, allocation, actor, emulator):
     cluster = create(org, allocation, actor)
-    results = [cluster_services.provision(cluster.pk) for _ in range(3)]
+    results = [cluster_tasks.provision_cluster.apply(args=[cluster.pk]).get() for _ in range(3)]
     assert results == ["created", "skipped", "skipped"]
     cluster.refresh_from_db()
     assert cluster.status == Cluster.Status.IN_SERVICE
@@ -393,3 +393,15 @@ def test_a_node_back_after_a_missed_listing_restarts_where_its_interval_ended(ru
     first, second = NodeInterval.objects.filter(instance_id="workers-p5-48xlarge-1").order_by("started_at")
     assert first.ended_at is not None and second.ended_at is None
     assert second.started_at == first.ended_at  # not its launch time: that stretch is counted already
+
+
+def test_one_clusters_cloud_error_does_not_stop_the_rest_of_the_batch(running, other_org, emulator):
+    broken = ClusterFactory(organization=other_org)  # its org's role is not assumable: no role ARN
+    type(other_org).objects.filter(pk=other_org.pk).update(role_arn="")
+    emulator.set_node_status(running.cloud_name, "workers-p5-48xlarge-0", "Failure")
+    outcome = cluster_services.poll_clusters([broken.pk, running.pk])
+    assert outcome == {"polled": 1, "errors": 1}
+    running.refresh_from_db()
+    broken.refresh_from_db()
+    assert running.status == Cluster.Status.DEGRADED
+    assert broken.status == Cluster.Status.IN_SERVICE and broken.last_polled_at is not None
