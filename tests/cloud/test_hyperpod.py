@@ -34,7 +34,7 @@ def spec(name="fmp-1-llm", workers=2, worker_type="p5.48xlarge", **overrides):
             GroupSpec("workers-p5", worker_type, workers, GroupRole.WORKER),
         ),
         subnet_ids=("subnet-0abc1234",),
-        security_group_ids=("sg-0abc",),
+        security_group_ids=("sg-0abc1234",),
         lifecycle_s3_uri=LIFECYCLE,
         execution_role_arn="arn:aws:iam::111122223333:role/HyperPodExecution",
     )
@@ -120,7 +120,7 @@ def test_create_request_carries_groups_lifecycle_vpc_and_threads_per_core(sessio
         "ExecutionRole": "arn:aws:iam::111122223333:role/HyperPodExecution",
         "ThreadsPerCore": 2,
     }
-    assert request["VpcConfig"] == {"SecurityGroupIds": ["sg-0abc"], "Subnets": ["subnet-0abc1234"]}
+    assert request["VpcConfig"] == {"SecurityGroupIds": ["sg-0abc1234"], "Subnets": ["subnet-0abc1234"]}
     assert "Orchestrator" not in request
 
 
@@ -200,3 +200,19 @@ def test_list_nodes_follows_every_page(session):
     ]
     assert nodes[2].message == "GPU unhealthy"
     assert nodes[0].launch_time == launched
+
+
+def test_new_lustre_storage_is_made_with_the_cluster_once_and_deleted_with_it(session):
+    from portal.cloud import StorageKind, StorageSpec
+
+    provider = HyperPodProvider(session)
+    with_storage = spec(storage=StorageSpec(kind=StorageKind.FSX_LUSTRE_NEW, capacity_gib=2400))
+    provider.create(with_storage)
+    provider.create(with_storage)  # a retried task
+    fsx = session.client("fsx")
+    (fs,) = fsx.describe_file_systems()["FileSystems"]
+    assert {"Key": "Name", "Value": "fmp-1-llm"} in fs["Tags"]
+    assert len(session.client("sagemaker").list_clusters()["ClusterSummaries"]) == 1
+
+    provider.delete("fmp-1-llm", storage_kind=StorageKind.FSX_LUSTRE_NEW)
+    assert fsx.describe_file_systems()["FileSystems"] == []

@@ -218,3 +218,19 @@ def test_cluster_pages_speak_japanese(member_client, org, allocation):
     assert "タイムライン" in detail.text
     over = post_form(member_client, org, allocation, instance_count=40)  # the org holds 16, 2 in use
     assert "40 × p5.48xlarge は割り当ての上限を超えています" in over.text
+
+
+def test_create_form_is_prefilled_from_a_workload(member_client, org, allocation):
+    from tests.factories import WorkloadFactory
+    from workloads.models import Workload
+
+    workload = WorkloadFactory(
+        organization=org,
+        cluster_type=Workload.ClusterType.PARALLELCLUSTER_SLURM,
+        storage=Workload.Storage.FSX_LUSTRE_S3,
+    )
+    page = member_client.get(f"/orgs/{org.slug}/clusters/new/?workload={workload.pk}")
+    initial = page.context["form"].initial
+    assert initial["workload"] == workload.pk
+    assert initial["kind"] == Cluster.Kind.PARALLELCLUSTER
+    assert initial["storage"] == Cluster.Storage.FSX_LUSTRE_NEW
