@@ -158,6 +158,10 @@ def render_config(spec: ClusterSpec) -> dict:
     return config
 
 
+# The library reads process-wide state (boto3's default session, AWS_DEFAULT_REGION): one call at a time.
+_library_lock = threading.Lock()
+
+
 def load_library() -> ModuleType:
     """The official library's Python API, or a clear ProviderUnavailable when the extra is missing."""
     try:
@@ -180,17 +184,15 @@ def validate_config(config: dict, *, name: str) -> None:
     schema = load_schema()
     from marshmallow import ValidationError
 
-    # The schema reads the region from the environment, as the pcluster CLI does.
-    with _environment(AWS_DEFAULT_REGION=config["Region"]):
+    # The schema reads the region from the environment, as the pcluster CLI does; the lock keeps two
+    # threads from seeing each other's region.
+    with _library_lock, _environment(AWS_DEFAULT_REGION=config["Region"]):
         try:
             schema(cluster_name=name).load(config)
         except ValidationError as error:
             raise PermanentCloudError(
                 f"The ParallelCluster configuration is invalid: {error.messages}", code="InvalidConfiguration"
             ) from error
-
-
-_library_lock = threading.Lock()
 
 
 @contextmanager
