@@ -84,6 +84,12 @@ def main() -> None:
         for org in orgs
     }
 
+    from portal.cloud.lifecycle import SAMPLE_ON_CREATE, seed_lifecycle_scripts
+
+    for org in orgs:
+        session = session_for(AccountAccess.for_organization(org, "us-east-1"))
+        uri = f"s3://sagemaker-{org.slug}-lifecycle/hyperpod/"
+        seed_lifecycle_scripts(session, uri, {"on_create.sh": SAMPLE_ON_CREATE})
     print(f"creating {CLUSTERS:,} HyperPod clusters in the emulator ({ORGS} tenant accounts) …", flush=True)
     started = time.perf_counter()
     clusters = []

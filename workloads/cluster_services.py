@@ -396,21 +396,26 @@ def provision(cluster_id: int, *, provider_factory: Callable | None = None) -> s
     try:
         provider = (provider_factory or provider_for)(cluster)
         description = provider.create(build_spec(cluster, groups))
+        # Already in service (the emulator always is): list the nodes now, so the page that stops
+        # polling at "in service" shows them without waiting for beat's next tick.
+        nodes = None
+        if description.status in (CloudStatus.IN_SERVICE, CloudStatus.UPDATING):
+            nodes = provider.list_nodes(description.name)
     except cloud.TransientCloudError:
         raise  # the task retries with backoff
     except cloud.CloudError as error:
         transition(cluster_id=cluster_id, to=Status.FAILED, message=error.message)
         return "failed"
-    record_created(cluster_id, description)
+    record_created(cluster_id, description, nodes)
     return "created"
 
 
-def record_created(cluster_id: int, description: ClusterDescription) -> None:
+def record_created(cluster_id: int, description: ClusterDescription, nodes: list[NodeInfo] | None = None) -> None:
     """Save what the create call answered. A separate step so tests can interrupt between the two."""
     if description.cloud_id:
         Cluster.objects.filter(pk=cluster_id, cloud_id="").update(cloud_id=description.cloud_id)
     cluster = Cluster.objects.select_related("organization").get(pk=cluster_id)
-    apply_description(cluster, description, nodes=None)
+    apply_description(cluster, description, nodes=nodes)
 
 
 def fail_after_retries(cluster_id: int, message: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from botocore.exceptions import BotoCoreError, ClientError
 
 from portal.cloud.errors import CloudError, PermanentCloudError, classify, error_code
+from portal.cloud.lifecycle import stage_lifecycle
 from portal.cloud.session import CloudSession
 from portal.cloud.storage import delete_storage, ensure_storage
 from portal.cloud.types import (
@@ -94,16 +95,22 @@ class HyperPodProvider:
         existing = self.describe(spec.name)
         if existing.status != CloudStatus.NOT_FOUND:
             return existing
-        request = self.create_request(spec)
+        request = self.create_request(spec)  # refuses a bad spec before anything is made
+        storage = None
         if spec.storage.kind != StorageKind.NONE:
             subnet = spec.subnet_ids[0] if spec.subnet_ids else ""
-            ensure_storage(
+            storage = ensure_storage(
                 self.session,
                 name=spec.name,
                 spec=spec.storage,
                 subnet_id=subnet,
                 security_group_ids=spec.security_group_ids,
             )
+        if self.orchestrator == "slurm":
+            # Slurm's lifecycle scripts learn the groups and the file system from the parameters file.
+            staged = stage_lifecycle(self.session, spec, storage)
+            for group in request["InstanceGroups"]:
+                group["LifeCycleConfig"]["SourceS3Uri"] = staged
         try:
             self.client.create_cluster(**request)
         except ClientError as error:

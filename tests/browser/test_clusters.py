@@ -6,7 +6,7 @@ from django.core.management import call_command
 from moto.sagemaker import models as sagemaker_models
 
 from tenants.models import Organization
-from tests.clusters.conftest import Emulator
+from tests.clusters.conftest import Emulator, seed_scripts
 from tests.clusters.test_worker_integration import emulator_server, wait_for, worker  # noqa: F401  (fixtures)
 from workloads import cluster_tasks
 from workloads.models import Cluster
@@ -29,6 +29,7 @@ def test_tenant_creates_a_cluster_and_watches_it_come_into_service(page, live_se
     call_command("load_demo", "--start", "2026-10-01")
     call_command("load_cluster_demo")
     org = Organization.objects.get(slug="sakura-lab")
+    seed_scripts(org)
     emulator = Emulator(org.aws_account_id)
     real_init = sagemaker_models.Cluster.__init__
 

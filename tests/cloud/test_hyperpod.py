@@ -20,9 +20,17 @@ from portal.cloud import (
     session_for,
 )
 from portal.cloud.hyperpod import HyperPodProvider
+from portal.cloud.lifecycle import SAMPLE_ON_CREATE, seed_lifecycle_scripts
 from tests.cloud.conftest import ROLE_ARN
 
 LIFECYCLE = "s3://sagemaker-alpha-lifecycle/hyperpod/"
+
+
+@pytest.fixture(autouse=True)
+def scripts(request):
+    """The org's lifecycle scripts, where HyperPod (Slurm) clusters copy them from."""
+    if "session" in request.fixturenames:
+        seed_lifecycle_scripts(request.getfixturevalue("session"), LIFECYCLE, {"on_create.sh": SAMPLE_ON_CREATE})
 
 
 def spec(name="fmp-1-llm", workers=2, worker_type="p5.48xlarge", **overrides):
@@ -216,3 +224,34 @@ def test_new_lustre_storage_is_made_with_the_cluster_once_and_deleted_with_it(se
 
     provider.delete("fmp-1-llm", storage_kind=StorageKind.FSX_LUSTRE_NEW)
     assert fsx.describe_file_systems()["FileSystems"] == []
+
+
+def test_slurm_clusters_get_their_own_scripts_and_provisioning_parameters(session):
+    from portal.cloud import StorageKind, StorageSpec
+
+    provider = HyperPodProvider(session)
+    provider.create(spec(storage=StorageSpec(kind=StorageKind.FSX_LUSTRE_NEW)))
+    s3 = session.client("s3")
+    staged = "hyperpod/clusters/fmp-1-llm/"
+    keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket="sagemaker-alpha-lifecycle")["Contents"])
+    assert keys == sorted(["hyperpod/on_create.sh", staged + "on_create.sh", staged + "provisioning_parameters.json"])
+    parameters = json.loads(
+        s3.get_object(Bucket="sagemaker-alpha-lifecycle", Key=staged + "provisioning_parameters.json")["Body"].read()
+    )
+    (fs,) = session.client("fsx").describe_file_systems()["FileSystems"]
+    assert parameters == {
+        "version": "1.0.0",
+        "workload_manager": "slurm",
+        "controller_group": "controller-machine",
+        "worker_groups": [{"instance_group_name": "workers-p5", "partition_name": "ml.p5.48xlarge"}],
+        "fsx_dns_name": fs["DNSName"],
+        "fsx_mountname": fs.get("LustreConfiguration", {}).get("MountName", ""),  # moto leaves it out
+    }
+    sent = session.client("sagemaker").describe_cluster(ClusterName="fmp-1-llm")["InstanceGroups"]
+    assert {g["LifeCycleConfig"]["SourceS3Uri"] for g in sent} == {f"s3://sagemaker-alpha-lifecycle/{staged}"}
+
+
+def test_a_missing_lifecycle_bucket_is_a_clear_permanent_error(session):
+    with pytest.raises(PermanentCloudError, match="sagemaker-beta-lifecycle does not exist"):
+        HyperPodProvider(session).create(spec(lifecycle_s3_uri="s3://sagemaker-beta-lifecycle/x/"))
+    assert session.client("sagemaker").list_clusters()["ClusterSummaries"] == []

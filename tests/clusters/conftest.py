@@ -4,6 +4,8 @@ import pytest
 from django.utils import translation
 from moto.sagemaker.models import sagemaker_backends
 
+from portal.cloud import AccountAccess, session_for
+from portal.cloud.lifecycle import SAMPLE_ON_CREATE, seed_lifecycle_scripts
 from tests.cloud.conftest import aws  # noqa: F401  (re-exported fixture: moto in process)
 from tests.factories import ActiveAllocationFactory, MembershipFactory, OrgCloudSettingsFactory, instance_type
 
@@ -60,7 +62,15 @@ class Emulator:
         nodes[new_id] = replacement
 
 
+def seed_scripts(org) -> None:
+    """Put sample lifecycle scripts at the org's S3 location in the emulator (a real org uploads its own)."""
+    session = session_for(AccountAccess.for_organization(org, "us-east-1"))
+    seed_lifecycle_scripts(session, org.cloud_settings.lifecycle_s3_uri, {"on_create.sh": SAMPLE_ON_CREATE})
+
+
 @pytest.fixture
 def emulator(request, org):
     request.getfixturevalue("aws")  # moto in process, set up before the emulator is reached into
+    if hasattr(org, "cloud_settings"):
+        seed_scripts(org)
     return Emulator(org.aws_account_id)

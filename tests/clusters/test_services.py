@@ -5,6 +5,7 @@ from django.core.exceptions import ValidationError
 
 from portal.cloud import CloudStatus, ClusterDescription, TransientCloudError
 from tenants.models import Allocation
+from tests.clusters.conftest import seed_scripts
 from tests.factories import ActiveAllocationFactory, ClusterFactory, instance_type
 from workloads import cluster_services, cluster_tasks
 from workloads.cluster_services import GroupRequest
@@ -110,6 +111,7 @@ def test_provision_reaches_in_service_in_the_emulator(org, allocation, actor, em
     assert cluster.cloud_id.endswith(f":cluster/{cluster.cloud_name}")
     assert timeline(cluster) == [("", "requested"), ("requested", "provisioning"), ("provisioning", "in_service")]
     assert emulator.clusters() == [cluster.cloud_name]
+    assert cluster.nodes.count() == 3  # listed with the create: the page shows them as it turns in service
     sent = emulator.cluster(cluster.cloud_name).instance_groups
     assert {g["InstanceGroupName"]: g["InstanceType"] for g in sent} == {
         "controller-machine": "ml.m5.12xlarge",
@@ -133,7 +135,7 @@ def test_provisioning_interrupted_after_the_create_call_finds_its_cluster_on_rer
     cluster = create(org, allocation, actor)
     real_record = cluster_services.record_created
 
-    def crash(cluster_id, description):
+    def crash(*args):
         raise SystemExit("worker killed between the create call and the status save")
 
     monkeypatch.setattr(cluster_services, "record_created", crash)
@@ -156,6 +158,7 @@ def test_permanent_error_fails_with_the_clouds_message_and_retry_uses_a_new_name
 ):
     org.cloud_settings.lifecycle_s3_uri = "s3://alpha-scripts/hyperpod/"
     org.cloud_settings.save()
+    seed_scripts(org)  # the scripts are there, but HyperPod only reads s3://sagemaker… buckets
     cluster = create(org, allocation, actor)
     assert cluster_services.provision(cluster.pk) == "failed"
     cluster.refresh_from_db()

@@ -16,7 +16,7 @@ from moto.sagemaker import models as sagemaker_models
 
 from portal.celery import app
 from portal.cloud import clear_session_cache
-from tests.clusters.conftest import Emulator
+from tests.clusters.conftest import Emulator, seed_scripts
 from tests.factories import ActiveAllocationFactory, MembershipFactory, OrganizationFactory, OrgCloudSettingsFactory
 from tests.factories import instance_type as catalog_type
 from workloads import cluster_services, cluster_tasks
@@ -113,6 +113,7 @@ def test_requested_to_in_service_degraded_recovered_and_deleted_through_a_real_w
         organization=org, instance_count=8, pool__instance_type=catalog_type("p5.48xlarge")
     )
     actor = MembershipFactory(organization=org).user
+    seed_scripts(org)
     emulator = Emulator(org.aws_account_id)
 
     # The real service takes minutes in Creating; the emulator is InService at once unless told otherwise.
