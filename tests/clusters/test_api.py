@@ -117,3 +117,18 @@ def test_schema_documents_the_cluster_endpoints(client):
     paths = client.get("/api/schema/?format=json").json()["paths"]
     assert "/api/v1/clusters/" in paths and "/api/v1/clusters/{id}/nodes/" in paths
     assert "202" in paths["/api/v1/clusters/"]["post"]["responses"]
+
+
+def test_list_issues_a_bounded_number_of_queries(member_api, org):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def count(clusters):
+        for _ in range(clusters):
+            ClusterFactory(organization=org)
+        with CaptureQueriesContext(connection) as queries:
+            assert member_api.get("/api/v1/clusters/").status_code == 200
+        return len(queries)
+
+    member_api.get("/api/v1/clusters/")  # the forced user object caches its staff-role lookup after this
+    assert count(2) == count(40)
