@@ -71,6 +71,9 @@ def classify(error: Exception) -> CloudError:
         code = error_code(error)
         message = error.response.get("Error", {}).get("Message", "") or str(error)
         status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        if message.lstrip().startswith("<"):
+            # An HTML error page (a proxy, or the emulator for a call it lacks) is no message to show.
+            message = f"HTTP {status} from the service ({error.operation_name})"
         if code in TRANSIENT_CODES or status >= 500:
             return TransientCloudError(message, code=code)
         return PermanentCloudError(message, code=code)

@@ -255,3 +255,18 @@ def test_a_missing_lifecycle_bucket_is_a_clear_permanent_error(session):
     with pytest.raises(PermanentCloudError, match="sagemaker-beta-lifecycle does not exist"):
         HyperPodProvider(session).create(spec(lifecycle_s3_uri="s3://sagemaker-beta-lifecycle/x/"))
     assert session.client("sagemaker").list_clusters()["ClusterSummaries"] == []
+
+
+def test_an_html_error_page_becomes_a_short_transient_message():
+    from botocore.exceptions import ClientError
+
+    from portal.cloud.errors import classify
+
+    page = "<!doctype html>\n<title>500 Internal Server Error</title>"
+    error = ClientError(
+        {"Error": {"Code": "500", "Message": page}, "ResponseMetadata": {"HTTPStatusCode": 500}},
+        "CreateDataRepositoryAssociation",
+    )
+    classified = classify(error)
+    assert isinstance(classified, TransientCloudError)
+    assert classified.message == "HTTP 500 from the service (CreateDataRepositoryAssociation)"
