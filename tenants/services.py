@@ -439,8 +439,8 @@ def _check_fits(*, pool: CapacityPool, instance_count: int, starts_on: date, end
             {
                 "instance_count": _(
                     "This would overcommit the %(pool)s pool on %(day)s: %(used)s of its %(allocatable)s "
-                    "allocatable instances are already allocated that day, so only %(free)s are free — "
-                    "%(short)s short."
+                    "allocatable instances are already allocated that day (free: %(free)s, "
+                    "short by %(short)s)."
                 )
                 % {
                     "pool": pool,

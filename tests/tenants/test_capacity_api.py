@@ -147,7 +147,7 @@ def test_overcommitting_approval_is_400_naming_day_and_shortfall(manager_api, po
     response = manager_api.post(f"/api/v1/capacity-requests/{request.id}/approve/", {}, format="json")
     assert response.status_code == 400
     message = response.json()["instance_count"][0]
-    assert "2027-02-01" in message and "1 short" in message
+    assert "2027-02-01" in message and "(free: 7, short by 1)" in message
 
 
 def test_reject_requires_a_comment(manager_api, pool):

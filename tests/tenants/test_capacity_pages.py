@@ -227,7 +227,7 @@ def test_htmx_overcommit_shows_the_error_in_the_row(manager_client, pool):
     response = manager_client.post(
         reverse("capacity-decide", args=[request.pk]), {f"r{request.pk}-decision": "approve"}, HTTP_HX_REQUEST="true"
     )
-    assert "would overcommit" in response.text and "4 short" in response.text
+    assert "would overcommit" in response.text and "(free: 0, short by 4)" in response.text
     assert Allocation.objects.count() == 1
 
 
