@@ -69,3 +69,27 @@ def test_request_estimate_partial_approval_allocation(page, live_server, screens
     assert table.get_by_role("cell", name=str(allocation.pk), exact=True).is_visible()
     assert f"{2 * 60 * 24:,}" in table.inner_text()  # 2 instances × 60 days × 24 h granted
     screenshot("capacity-6-tenant-sees-allocation")
+
+
+def test_a_double_click_submits_the_request_form_once(page, live_server):
+    call_command("load_demo")
+    log_in(page, live_server, "tenant1")
+    page.get_by_role("link", name="Capacity", exact=True).click()
+    page.get_by_role("link", name="Request capacity").click()
+    page.wait_for_function("document.readyState === 'complete'")  # deferred scripts have run
+    # Count the submissions that would leave the page; stop them here so the count is all that happens.
+    sent = page.evaluate(
+        """() => {
+            let sent = 0;
+            window.addEventListener("submit", (event) => {
+                if (!event.defaultPrevented) sent += 1;
+                event.preventDefault();
+            });
+            const button = document.querySelector("button[name=submit]");
+            button.click();
+            button.click();
+            return sent;
+        }"""
+    )
+    assert sent == 1
+    assert page.locator("form[aria-busy=true]").count() == 1

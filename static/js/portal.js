@@ -1,0 +1,24 @@
+// One submission per POST form: a double click must not file a request twice.
+// htmx forms are left to htmx (it prevents the browser's own submit, so defaultPrevented is set here).
+document.addEventListener("submit", (event) => {
+  const form = event.target;
+  if (event.defaultPrevented || form.method !== "post") return;
+  if (form.dataset.submitting) {
+    event.preventDefault();
+    return;
+  }
+  form.dataset.submitting = "1";
+  form.setAttribute("aria-busy", "true");
+  // If the server never answers (or the user pressed Stop), allow another try after a while.
+  setTimeout(() => release(form), 15000);
+});
+
+// Back/forward cache: a page restored after a submission must accept a new one.
+window.addEventListener("pageshow", (event) => {
+  if (event.persisted) document.querySelectorAll("form[data-submitting]").forEach(release);
+});
+
+function release(form) {
+  delete form.dataset.submitting;
+  form.removeAttribute("aria-busy");
+}
