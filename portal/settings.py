@@ -189,6 +189,8 @@ STORAGES = {
 # --- Email ----------------------------------------------------------------------------------
 EMAIL_BACKEND = env("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "portal@fm-program.example")
+# Where people reach the portal: links in emails are built on it (a mail has no request to ask).
+PORTAL_URL = env("PORTAL_URL", "" if PRODUCTION else "http://127.0.0.1:8000").rstrip("/")
 
 # --- REST API -------------------------------------------------------------------------------
 REST_FRAMEWORK = {
@@ -255,7 +257,7 @@ LOGGING = {
 }
 
 
-def check_production_settings(*, secret_key: str, database_engine: str, broker_url: str) -> None:
+def check_production_settings(*, secret_key: str, database_engine: str, broker_url: str, portal_url: str) -> None:
     """Refuse to run production on the embedded defaults: every problem is named at once."""
     problems = []
     if not secret_key or secret_key == _DEV_SECRET_KEY or len(secret_key) < 32:
@@ -264,6 +266,8 @@ def check_production_settings(*, secret_key: str, database_engine: str, broker_u
         problems.append("DATABASE_URL must point at PostgreSQL (postgres://…)")
     if not broker_url.startswith(("redis://", "rediss://")):
         problems.append("CELERY_BROKER_URL must point at Redis (redis://…)")
+    if not portal_url.startswith(("http://", "https://")):
+        problems.append("PORTAL_URL must be the address people open the portal at (https://…): emails link to it")
     if problems:
         raise ImproperlyConfigured("PORTAL_PRODUCTION=True but: " + "; ".join(problems) + ".")
 
@@ -273,6 +277,7 @@ if PRODUCTION:
         secret_key=SECRET_KEY,
         database_engine=DATABASES["default"]["ENGINE"],
         broker_url=CELERY_BROKER_URL,
+        portal_url=PORTAL_URL,
     )
     if not ALLOWED_HOSTS:
         raise ImproperlyConfigured("PORTAL_PRODUCTION=True but ALLOWED_HOSTS is empty.")

@@ -18,6 +18,7 @@ from django.utils import timezone
 from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 
+from portal.links import portal_url
 from tenants.access import get_org_access_or_404, is_program_manager
 from tenants.capacity import Peak, Span, peak_usage
 from tenants.estimate import MAX_PARAMETERS, MAX_TOKENS, Estimate, Hardware, estimate
@@ -643,6 +644,10 @@ def _notify_decision(capacity_request: CapacityRequest, allocation: Allocation |
         )
     if capacity_request.decision_comment:
         lines.append(_("Comment: %(comment)s") % {"comment": capacity_request.decision_comment})
+    lines.append(
+        _("Open the request in the portal: %(url)s")
+        % {"url": portal_url("capacity-request", capacity_request.organization.slug, capacity_request.pk)}
+    )
     _notify(
         capacity_request.organization,
         _("Capacity request #%(id)s: %(status)s") % {"id": capacity_request.pk, "status": status},

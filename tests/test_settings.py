@@ -12,6 +12,7 @@ GOOD = {
     "DATABASE_URL": "postgres://portal@db:5432/portal",
     "CELERY_BROKER_URL": "redis://redis:6379/0",
     "ALLOWED_HOSTS": "portal.example",
+    "PORTAL_URL": "https://portal.example",
 }
 
 
@@ -44,6 +45,8 @@ def test_production_with_safe_configuration_starts_with_debug_off():
         ({"DATABASE_URL": "sqlite:////tmp/x.sqlite3"}, "DATABASE_URL must point at PostgreSQL"),
         ({"CELERY_BROKER_URL": "filesystem://"}, "CELERY_BROKER_URL must point at Redis"),
         ({"ALLOWED_HOSTS": ""}, "ALLOWED_HOSTS is empty"),
+        ({"PORTAL_URL": ""}, "PORTAL_URL must be the address"),
+        ({"PORTAL_URL": "portal.example"}, "PORTAL_URL must be the address"),
         ({"DEBUG": "yes"}, "DEBUG must be True or False"),
     ],
 )
@@ -56,7 +59,7 @@ def test_production_refuses_unsafe_configuration(override, message):
 
 def test_production_names_every_problem_at_once():
     result = load_settings({"PORTAL_PRODUCTION": "True", "ALLOWED_HOSTS": "x"})
-    for message in ("SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL"):
+    for message in ("SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL", "PORTAL_URL"):
         assert message in result.stderr
 
 

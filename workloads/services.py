@@ -16,10 +16,10 @@ from django.core.mail import EmailMessage, get_connection
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.template.loader import render_to_string
-from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from portal.links import portal_url
 from tenants.access import OrgAccess, get_org_access_or_404, is_program_staff
 from tenants.models import Organization, StaffRole
 from workloads.models import ActionItem, CaseEvent, ReviewMeeting, SupportCase, Workload, WorkloadChange
@@ -384,7 +384,7 @@ def send_case_event_email(*, event_id: int) -> int:
     subject = _("[FM Program] Case #%(id)s: %(title)s") % {"id": case.pk, "title": case.title}
     body = render_to_string(
         "workloads/email/case_event.txt",
-        {"event": event, "case": case, "path": reverse("workloads:case-detail", args=[case.pk])},
+        {"event": event, "case": case, "url": portal_url("workloads:case-detail", case.pk)},
     )
     # One message per person: nobody learns the other participants' addresses.
     messages = [EmailMessage(subject, body, settings.DEFAULT_FROM_EMAIL, [person.email]) for person in recipients]

@@ -136,7 +136,10 @@ def test_reject_needs_a_reason_and_notifies(pool, manager, member, org):
     assert request.status == Status.REJECTED
 
 
-def test_decision_emails_the_tenant_after_commit(pool, manager, member, org, django_capture_on_commit_callbacks):
+def test_decision_emails_the_tenant_after_commit(
+    pool, manager, member, org, django_capture_on_commit_callbacks, settings
+):
+    settings.PORTAL_URL = "https://portal.example"
     request = submitted(pool, 8, d(1, 1), d(1, 31), org=org)
     with django_capture_on_commit_callbacks(execute=True):
         services.approve_request(user=manager, capacity_request=request, instance_count=4, comment="Trimmed.")
@@ -145,6 +148,8 @@ def test_decision_emails_the_tenant_after_commit(pool, manager, member, org, dja
     assert member.email in email.to
     assert f"Capacity request #{request.pk}: Partially approved" == email.subject
     assert "Allocated: 4 instances from 2027-01-01 to 2027-01-31." in email.body
+    # A mail has no page to be relative to: the link is absolute, on PORTAL_URL.
+    assert f"portal: https://portal.example/orgs/{org.slug}/capacity/requests/{request.pk}/" in email.body
     assert "Comment: Trimmed." in email.body
 
 

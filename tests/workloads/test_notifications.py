@@ -15,6 +15,11 @@ pytestmark = pytest.mark.django_db
 SECRET = "Internal: their NCCL build is ancient, push them to 2.21"
 
 
+@pytest.fixture(autouse=True)
+def portal_url(settings):
+    settings.PORTAL_URL = "https://portal.example"
+
+
 def recipients() -> list[str]:
     return sorted(address for message in mail.outbox for address in message.to)
 
@@ -33,7 +38,7 @@ def test_opening_a_case_mails_the_lead_engineer_not_the_tenant_who_opened_it(cas
     [message] = mail.outbox
     assert f"Case #{case.pk}: NCCL hangs" in message.subject
     assert "all_reduce stalls" in message.body
-    assert f"/support/{case.pk}/" in message.body
+    assert f"Open the case in the portal: https://portal.example/support/{case.pk}/" in message.body
 
 
 def test_a_staff_reply_reaches_the_tenants_on_the_case(
