@@ -131,6 +131,12 @@ class EstimateSerializer(serializers.Serializer):
     def validate(self, attrs):
         if attrs["ends_on"] < attrs["starts_on"]:
             raise serializers.ValidationError({"ends_on": _("The last day must not be before the first day.")})
+        instance_type, region = attrs["instance_type"], attrs["region"]
+        if not InstancePrice.objects.filter(instance_type=instance_type, region=region).exists():
+            # Same rule as a request: no price row means the region does not offer the type.
+            raise serializers.ValidationError(
+                {"region": _("%(type)s is not offered in %(region)s.") % {"type": instance_type, "region": region}}
+            )
         return attrs
 
 

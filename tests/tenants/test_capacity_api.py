@@ -207,6 +207,16 @@ def test_estimate_bad_input(member_api):
     assert {"parameters", "instance_type", "region", "instance_count", "starts_on", "ends_on"} <= set(response.json())
 
 
+def test_estimate_refuses_a_type_the_region_does_not_offer(member_api):
+    body = {
+        "parameters": 10**9, "instance_type": "trn1.32xlarge", "region": "ap-northeast-1", "instance_count": 1,
+        "starts_on": "2027-01-01", "ends_on": "2027-01-31",
+    }  # fmt: skip
+    response = member_api.post("/api/v1/estimate/", body, format="json")
+    assert response.status_code == 400
+    assert response.json() == {"region": ["trn1.32xlarge is not offered in ap-northeast-1."]}
+
+
 def test_decision_email_goes_to_the_tenant(manager_api, member, org, pool, django_capture_on_commit_callbacks):
     request = CapacityRequestFactory(pool=pool, organization=org)
     with django_capture_on_commit_callbacks(execute=True):
