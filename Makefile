@@ -38,4 +38,4 @@ clean:
 # Each app keeps its own catalog (<app>/locale); locale/ holds the base layout and portal strings.
 makemessages: $(BIN)/.installed
 	$(BIN)/python manage.py makemessages -l ja --no-obsolete --ignore=.venv --ignore=var --ignore=tenants --ignore=workloads --ignore=tests --ignore=bench
-	for app in tenants workloads; do (cd $$app && mkdir -p locale && ../$(BIN)/python ../manage.py makemessages -l ja --no-obsolete); done
+	for app in tenants workloads; do (cd $$app && mkdir -p locale && $(abspath $(BIN))/python ../manage.py makemessages -l ja --no-obsolete); done
