@@ -146,6 +146,20 @@ def test_extension_form_is_prefilled_from_the_allocation(member_client, org, poo
     )
 
 
+def test_an_active_allocation_offers_a_cluster_prefilled_from_it(member_client, org, pool):
+    active = AllocationFactory(
+        pool=pool, organization=org, starts_on=date(2026, 11, 1), ends_on=date(2026, 12, 31), status="active"
+    )
+    scheduled = AllocationFactory(pool=pool, organization=org, starts_on=date(2027, 1, 1), ends_on=date(2027, 1, 31))
+    page = member_client.get(reverse("capacity", args=[org.slug])).text
+    create = reverse("workloads:cluster-create", args=[org.slug])
+    assert f"{create}?allocation={active.pk}" in page
+    assert f"{create}?allocation={scheduled.pk}" not in page  # nothing to build on before its first day
+    form = member_client.get(f"{create}?allocation={active.pk}")
+    assert form.status_code == 200
+    assert f'<option value="{active.pk}" selected>' in form.text
+
+
 def test_org_home_shows_instance_hours_granted_elapsed_remaining(member_client, org, pool):
     AllocationFactory(
         pool=pool,
