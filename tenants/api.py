@@ -137,7 +137,11 @@ class CapacityRequestFilter(filters.FilterSet):
 
 
 class CapacityRequestViewSet(
-    mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantScopedViewSet
+    mixins.CreateModelMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.UpdateModelMixin,
+    TenantScopedViewSet,
 ):
     """Capacity requests: a tenant sees and acts on its own; program managers decide on all of them."""
 
@@ -174,6 +178,28 @@ class CapacityRequestViewSet(
             submit=data["submit"],
         )
         return Response(self._fresh(capacity_request), status=status.HTTP_201_CREATED)
+
+    def update(self, request, *args, **kwargs):
+        """Tenants: rewrite a draft (PUT: the whole plan; PATCH: only the fields given), optionally with
+        `"submit": true`. A submitted request is frozen: withdraw it and ask again."""
+        capacity_request = self.get_object()
+        serializer = self.get_serializer(capacity_request, data=request.data, partial=kwargs.get("partial", False))
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        plan = {
+            "instance_type": capacity_request.pool.instance_type,
+            "region": capacity_request.pool.region,
+            **{field: getattr(capacity_request, field) for field in services.PLAN_FIELDS if field != "pool"},
+        }
+        plan |= {field: value for field, value in data.items() if field in plan}
+        capacity_request = services.edit_draft(
+            user=request.user, capacity_request=capacity_request, submit=data.get("submit", False), **plan
+        )
+        return Response(self._fresh(capacity_request))
+
+    def partial_update(self, request, *args, **kwargs):
+        """Tenants: change only the given fields of a draft, optionally with `"submit": true`."""
+        return self.update(request, *args, partial=True, **kwargs)
 
     def _fresh(self, capacity_request):
         return self.get_serializer(self.get_queryset().get(pk=capacity_request.pk)).data

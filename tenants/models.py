@@ -422,6 +422,7 @@ class Allocation(models.Model):
 
 ACTION_LABELS = {
     "request.created": _("created the request"),
+    "request.edited": _("edited the draft"),
     "request.submitted": _("submitted it for review"),
     "request.withdrawn": _("withdrew it"),
     "request.approved": _("approved it"),

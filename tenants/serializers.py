@@ -217,7 +217,11 @@ class CapacityRequestSerializer(serializers.ModelSerializer):
 
     def validate(self, attrs):
         errors = {}
-        if attrs.get("base_allocation") is None:
+        if self.instance is not None:  # an edit rewrites the plan; whose request it is and what it changes stay
+            for field in ("organization", "base_allocation"):
+                if field in attrs and attrs[field] != getattr(self.instance, field):
+                    errors[field] = _("This cannot change once the request exists.")
+        elif attrs.get("base_allocation") is None:
             for field in sorted({"instance_type", "region"} - set(attrs)):
                 errors[field] = _("This field is required.")
         if attrs.get("starts_on") and attrs.get("ends_on") and attrs["ends_on"] < attrs["starts_on"]:

@@ -263,34 +263,20 @@ def create_request(
     submit: bool = False,
 ) -> CapacityRequest:
     _require_member(user, organization)
-    if instance_count is None or instance_count < 1:
-        raise ValidationError({"instance_count": _("Ask for at least one instance.")})
-    if not justification.strip():
-        raise ValidationError({"justification": _("Say what the capacity is for.")})
-    _validate_window(starts_on=starts_on, ends_on=ends_on)
-    if base_allocation is not None:
-        _check_change_of(base_allocation, organization=organization, kind=kind, starts_on=starts_on, ends_on=ends_on)
-        instance_type, region = base_allocation.pool.instance_type, base_allocation.pool.region
-    elif kind != CapacityRequest.Kind.NEW:
-        raise ValidationError({"base_allocation": _("Choose the allocation to extend or enlarge.")})
-    pool = find_pool(instance_type=instance_type, region=region, starts_on=starts_on, ends_on=ends_on)
-    if instance_count > pool.allocatable_instances:
-        raise ValidationError(
-            {
-                "instance_count": _("The %(pool)s pool has %(n)s allocatable instances in all.")
-                % {"pool": pool, "n": pool.allocatable_instances}
-            }
-        )
-    if parameter_count is not None and not 0 < parameter_count <= MAX_PARAMETERS:
-        raise ValidationError(
-            {"parameter_count": _("The parameter count must be between 1 and %(max)s.") % {"max": MAX_PARAMETERS}}
-        )
-    if training_tokens is not None and not 0 < training_tokens <= MAX_TOKENS:
-        raise ValidationError(
-            {"training_tokens": _("The token count must be between 1 and %(max)s.") % {"max": MAX_TOKENS}}
-        )
-    if expected_mfu is not None and not Decimal("0") < Decimal(expected_mfu) <= Decimal("1"):
-        raise ValidationError({"expected_mfu": _("Model FLOPs utilization is a fraction between 0 and 1.")})
+    pool = _checked_plan(
+        organization=organization,
+        instance_type=instance_type,
+        region=region,
+        instance_count=instance_count,
+        starts_on=starts_on,
+        ends_on=ends_on,
+        justification=justification,
+        parameter_count=parameter_count,
+        training_tokens=training_tokens,
+        expected_mfu=expected_mfu,
+        base_allocation=base_allocation,
+        kind=kind,
+    )
     capacity_request = CapacityRequest.objects.create(
         organization=organization,
         kind=kind,
@@ -321,6 +307,130 @@ def create_request(
     if submit:
         capacity_request = submit_request(user=user, capacity_request=capacity_request)
     return capacity_request
+
+
+# The fields a tenant writes; a draft's edit may change any of them (type and region through `pool`).
+PLAN_FIELDS = (
+    "kind", "pool", "instance_count", "starts_on", "ends_on", "justification", "parameter_count", "training_tokens",
+    "framework", "expected_mfu",
+)  # fmt: skip
+
+
+@transaction.atomic
+def edit_draft(
+    *,
+    user,
+    capacity_request: CapacityRequest,
+    instance_type: InstanceType,
+    region: str,
+    instance_count: int,
+    starts_on: date,
+    ends_on: date,
+    justification: str,
+    parameter_count: int | None = None,
+    training_tokens: int | None = None,
+    framework: str = "",
+    expected_mfu: Decimal | None = None,
+    kind: str | None = None,
+    submit: bool = False,
+) -> CapacityRequest:
+    """Rewrite a draft's plan (the same checks as a new request), recording each changed field; optionally
+    submit it in the same step. A submitted request is frozen: withdraw it and ask again."""
+    _require_writer(user, capacity_request)
+    capacity_request = _locked(capacity_request)
+    if capacity_request.status != Status.DRAFT:
+        raise ValidationError(
+            _("Only a draft can be edited; this request is %(status)s.")
+            % {"status": capacity_request.get_status_display().lower()}
+        )
+    base = capacity_request.base_allocation
+    kind = kind or capacity_request.kind
+    pool = _checked_plan(
+        organization=capacity_request.organization,
+        instance_type=base.pool.instance_type if base else instance_type,
+        region=base.pool.region if base else region,
+        instance_count=instance_count,
+        starts_on=starts_on,
+        ends_on=ends_on,
+        justification=justification,
+        parameter_count=parameter_count,
+        training_tokens=training_tokens,
+        expected_mfu=expected_mfu,
+        base_allocation=base,
+        kind=kind,
+    )
+    wanted = {
+        "kind": kind, "pool": pool, "instance_count": instance_count, "starts_on": starts_on, "ends_on": ends_on,
+        "justification": justification.strip(), "parameter_count": parameter_count,
+        "training_tokens": training_tokens, "framework": framework,
+        "expected_mfu": None if expected_mfu is None else Decimal(expected_mfu),
+    }  # fmt: skip
+    changes = {}
+    for field in PLAN_FIELDS:
+        before = getattr(capacity_request, field)
+        if before != wanted[field]:
+            display = str if field == "pool" else _plain
+            changes[field] = (display(before), display(wanted[field]))
+            setattr(capacity_request, field, wanted[field])
+    if changes:
+        capacity_request.save(update_fields=[f for f in PLAN_FIELDS if f in changes])
+        record_audit(
+            actor=user,
+            organization=capacity_request.organization,
+            action="request.edited",
+            target=capacity_request,
+            changes=changes,
+        )
+    if submit:
+        capacity_request = submit_request(user=user, capacity_request=capacity_request)
+    return capacity_request
+
+
+def _checked_plan(
+    *,
+    organization: Organization,
+    instance_type: InstanceType,
+    region: str,
+    instance_count: int,
+    starts_on: date,
+    ends_on: date,
+    justification: str,
+    parameter_count: int | None,
+    training_tokens: int | None,
+    expected_mfu: Decimal | None,
+    base_allocation: Allocation | None,
+    kind: str,
+) -> CapacityPool:
+    """Every rule a request's plan must meet, new or edited; returns the pool that would serve it."""
+    if instance_count is None or instance_count < 1:
+        raise ValidationError({"instance_count": _("Ask for at least one instance.")})
+    if not justification.strip():
+        raise ValidationError({"justification": _("Say what the capacity is for.")})
+    _validate_window(starts_on=starts_on, ends_on=ends_on)
+    if base_allocation is not None:
+        _check_change_of(base_allocation, organization=organization, kind=kind, starts_on=starts_on, ends_on=ends_on)
+        instance_type, region = base_allocation.pool.instance_type, base_allocation.pool.region
+    elif kind != CapacityRequest.Kind.NEW:
+        raise ValidationError({"base_allocation": _("Choose the allocation to extend or enlarge.")})
+    pool = find_pool(instance_type=instance_type, region=region, starts_on=starts_on, ends_on=ends_on)
+    if instance_count > pool.allocatable_instances:
+        raise ValidationError(
+            {
+                "instance_count": _("The %(pool)s pool has %(n)s allocatable instances in all.")
+                % {"pool": pool, "n": pool.allocatable_instances}
+            }
+        )
+    if parameter_count is not None and not 0 < parameter_count <= MAX_PARAMETERS:
+        raise ValidationError(
+            {"parameter_count": _("The parameter count must be between 1 and %(max)s.") % {"max": MAX_PARAMETERS}}
+        )
+    if training_tokens is not None and not 0 < training_tokens <= MAX_TOKENS:
+        raise ValidationError(
+            {"training_tokens": _("The token count must be between 1 and %(max)s.") % {"max": MAX_TOKENS}}
+        )
+    if expected_mfu is not None and not Decimal("0") < Decimal(expected_mfu) <= Decimal("1"):
+        raise ValidationError({"expected_mfu": _("Model FLOPs utilization is a fraction between 0 and 1.")})
+    return pool
 
 
 def _check_change_of(base: Allocation, *, organization: Organization, kind: str, starts_on: date,

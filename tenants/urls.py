@@ -17,6 +17,11 @@ urlpatterns = [
     path("orgs/<slug:org_slug>/capacity/estimate/", views.capacity_estimate, name="capacity-estimate"),
     path("orgs/<slug:org_slug>/capacity/requests/<int:pk>/", views.capacity_request_detail, name="capacity-request"),
     path(
+        "orgs/<slug:org_slug>/capacity/requests/<int:pk>/edit/",
+        views.capacity_request_edit,
+        name="capacity-request-edit",
+    ),
+    path(
         "orgs/<slug:org_slug>/capacity/requests/<int:pk>/submit/",
         views.capacity_request_action,
         {"action": "submit"},

@@ -1,5 +1,6 @@
 from collections import defaultdict
 from datetime import date, timedelta
+from decimal import Decimal
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -16,7 +17,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from tenants import services
 from tenants.access import get_org_access_or_404, is_program_manager, is_program_staff, visible_organizations
 from tenants.capacity import usage_steps
-from tenants.forms import CapacityRequestForm, ChangeRequestForm, DecisionForm, RevokeForm
+from tenants.forms import BILLION, CapacityRequestForm, ChangeRequestForm, DecisionForm, RevokeForm
 from tenants.models import Allocation, AuditEvent, CapacityPool, CapacityRequest, Program, Region
 
 
@@ -178,33 +179,18 @@ def capacity_request_new(request, org_slug: str):
     if request.method == "POST":
         form = form_class(request.POST, **extra)
         if form.is_valid():
-            data = form.cleaned_data
             try:
                 capacity_request = services.create_request(
                     user=request.user,
                     organization=org,
-                    instance_type=base.pool.instance_type if base else data["instance_type"],
-                    region=base.pool.region if base else data["region"],
-                    instance_count=data["instance_count"],
-                    starts_on=data["starts_on"],
-                    ends_on=data["ends_on"],
-                    justification=data["justification"],
-                    parameter_count=form.parameter_count,
-                    training_tokens=form.training_tokens,
-                    framework=data.get("framework", ""),
-                    expected_mfu=data.get("expected_mfu"),
                     base_allocation=base,
-                    kind=data.get("kind", CapacityRequest.Kind.NEW),
                     submit="submit" in request.POST,
+                    **_plan(form, base, default_kind=CapacityRequest.Kind.NEW),
                 )
             except ValidationError as error:
                 _show_errors(form, error)
             else:
-                if capacity_request.status == CapacityRequest.Status.SUBMITTED:
-                    messages.success(request, _("Request #%(id)s submitted for review.") % {"id": capacity_request.pk})
-                else:
-                    messages.success(request, _("Draft #%(id)s saved.") % {"id": capacity_request.pk})
-                return redirect("capacity-request", org_slug=org.slug, pk=capacity_request.pk)
+                return _saved(request, capacity_request)
     else:
         initial = {"region": Region.US_EAST_1}
         if base and request.GET.get("kind") == CapacityRequest.Kind.ENLARGEMENT:
@@ -228,6 +214,107 @@ def capacity_request_new(request, org_slug: str):
             form, **({"instance_type": base.pool.instance_type, "region": base.pool.region} if base else {})
         )
     return render(request, "tenants/capacity_request_form.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def capacity_request_edit(request, org_slug: str, pk: int):
+    """A draft is rewritten in the same form it was written in; a submitted request is frozen."""
+    access = get_org_access_or_404(request.user, org_slug)
+    org = access.organization
+    draft = get_object_or_404(
+        CapacityRequest.objects.for_org(org).select_related(
+            "pool__instance_type", "pool__program", "base_allocation__pool__instance_type"
+        ),
+        pk=pk,
+    )
+    if access.membership is None:
+        raise PermissionDenied(_("Only members of %(org)s can request capacity for it.") % {"org": org})
+    if draft.status != CapacityRequest.Status.DRAFT:
+        messages.error(
+            request,
+            _("Only a draft can be edited; this request is %(status)s.")
+            % {"status": draft.get_status_display().lower()},
+        )
+        return redirect("capacity-request", org_slug=org.slug, pk=draft.pk)
+    base = draft.base_allocation
+    form_class = ChangeRequestForm if base else CapacityRequestForm
+    extra = {"allocation": base} if base else {}
+    if request.method == "POST":
+        form = form_class(request.POST, **extra)
+        if form.is_valid():
+            try:
+                capacity_request = services.edit_draft(
+                    user=request.user,
+                    capacity_request=draft,
+                    submit="submit" in request.POST,
+                    **_plan(form, base, default_kind=draft.kind),
+                )
+            except ValidationError as error:
+                _show_errors(form, error)
+            else:
+                return _saved(request, capacity_request)
+        estimate = _estimate_context(
+            form, **({"instance_type": base.pool.instance_type, "region": base.pool.region} if base else {})
+        )
+    else:
+        form = form_class(initial=_draft_initial(draft), **extra)
+        estimate = {
+            "estimate": services.request_estimate(draft),
+            "estimate_type": draft.pool.instance_type,
+            "program": draft.pool.program,
+        }
+    context = {"access": access, "org": org, "form": form, "base": base, "draft": draft, **estimate}
+    return render(request, "tenants/capacity_request_form.html", context)
+
+
+capacity_request_edit.tenant_model = CapacityRequest
+
+
+def _plan(form, base: Allocation | None, *, default_kind: str) -> dict:
+    """The service arguments a request form holds; an allocation change takes type and region from it."""
+    data = form.cleaned_data
+    return {
+        "instance_type": base.pool.instance_type if base else data["instance_type"],
+        "region": base.pool.region if base else data["region"],
+        "instance_count": data["instance_count"],
+        "starts_on": data["starts_on"],
+        "ends_on": data["ends_on"],
+        "justification": data["justification"],
+        "parameter_count": form.parameter_count,
+        "training_tokens": form.training_tokens,
+        "framework": data.get("framework", ""),
+        "expected_mfu": data.get("expected_mfu"),
+        "kind": data.get("kind") or default_kind,
+    }
+
+
+def _billions(count: int | None) -> Decimal | None:
+    return None if count is None else (Decimal(count) / BILLION).normalize()
+
+
+def _draft_initial(draft: CapacityRequest) -> dict:
+    return {
+        "instance_type": draft.pool.instance_type,
+        "region": draft.pool.region,
+        "kind": draft.kind,
+        "instance_count": draft.instance_count,
+        "starts_on": draft.starts_on,
+        "ends_on": draft.ends_on,
+        "justification": draft.justification,
+        "parameters_b": _billions(draft.parameter_count),
+        "tokens_b": _billions(draft.training_tokens),
+        "framework": draft.framework,
+        "expected_mfu": draft.expected_mfu,
+    }
+
+
+def _saved(request, capacity_request: CapacityRequest):
+    if capacity_request.status == CapacityRequest.Status.SUBMITTED:
+        messages.success(request, _("Request #%(id)s submitted for review.") % {"id": capacity_request.pk})
+    else:
+        messages.success(request, _("Draft #%(id)s saved.") % {"id": capacity_request.pk})
+    return redirect("capacity-request", org_slug=capacity_request.organization.slug, pk=capacity_request.pk)
 
 
 @login_required
