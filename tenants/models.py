@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from django.apps import apps
 from django.conf import settings
+from django.core.exceptions import FieldDoesNotExist
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import F, Q
+from django.utils.text import capfirst
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
@@ -471,3 +474,20 @@ class AuditEvent(models.Model):
     @property
     def action_label(self) -> str:
         return str(ACTION_LABELS.get(self.action, self.action))
+
+    @property
+    def change_rows(self) -> list[tuple[str, object, object]]:
+        """(label, before, after) per changed field, in the target model's words: "Instances: 4 → 6",
+        "Status: Submitted → Approved". A field the model no longer has keeps its stored name."""
+        rows = []
+        for name, (before, after) in self.changes.items():
+            try:
+                field = apps.get_model("tenants", self.target_type)._meta.get_field(name)
+            except (LookupError, FieldDoesNotExist):
+                field = None
+            if field is None:
+                rows.append((name, before, after))
+                continue
+            choices = dict(field.flatchoices) if field.choices else {}
+            rows.append((capfirst(field.verbose_name), choices.get(before, before), choices.get(after, after)))
+        return rows

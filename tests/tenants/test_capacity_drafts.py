@@ -146,6 +146,7 @@ def test_saving_the_edit_form(member_client, draft, org):
     assert response.status_code == 302
     draft.refresh_from_db()
     assert (draft.instance_count, draft.status) == (12, Status.DRAFT)
+    assert "Instances: 8 → 12" in member_client.get(response.url).text  # the history, in the model's words
 
     response = member_client.post(url, form | {"instance_count": "0"})
     assert response.status_code == 200

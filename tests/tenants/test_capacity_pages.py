@@ -291,6 +291,7 @@ def test_allocations_page_filters_and_revokes(manager_client, pool, org):
     assert allocation.status == Allocation.Status.REVOKED
     audit = manager_client.get(reverse("audit-log"))
     assert "allocation.revoked" in audit.text and "Left the program." in audit.text
+    assert "Status: Scheduled → Revoked" in audit.text  # field and values in words, not stored names
 
 
 def test_revoke_without_reason_changes_nothing(manager_client, pool):
