@@ -230,14 +230,16 @@ SPECTACULAR_SETTINGS = {
         "CapacityRequestStatusEnum": "tenants.models.CapacityRequest.Status",
         "CapacityRequestKindEnum": "tenants.models.CapacityRequest.Kind",
         "AllocationStatusEnum": "tenants.models.Allocation.Status",
-        "CapacityFrameworkEnum": "tenants.models.Framework",
+        "FrameworkEnum": "tenants.models.Framework",
         "WorkloadStatusEnum": "workloads.models.Workload.Status",
-        "WorkloadFrameworkEnum": "workloads.models.Workload.Framework",
         "WorkloadStorageEnum": "workloads.models.Workload.Storage",
         "WorkloadChangeKindEnum": "workloads.models.WorkloadChange.Kind",
         "SupportCaseStatusEnum": "workloads.models.SupportCase.Status",
         "CaseEventKindEnum": "workloads.models.CaseEvent.Kind",
         "ActionItemStatusEnum": "workloads.models.ActionItem.Status",
+        "ClusterKindEnum": "workloads.models.Cluster.Kind",
+        "ClusterStorageEnum": "workloads.models.Cluster.Storage",
+        "HealthEventKindEnum": "workloads.models.HealthEvent.Kind",
     },
 }
 

@@ -245,6 +245,8 @@ class TenantQuerySet(models.QuerySet):
 
 
 class Framework(models.TextChoices):
+    """Training frameworks, for capacity requests and workload records alike."""
+
     PYTORCH_FSDP = "pytorch_fsdp", _("PyTorch FSDP")
     MEGATRON = "megatron", _("Megatron-LM / NeMo")
     DEEPSPEED = "deepspeed", _("DeepSpeed")
@@ -252,6 +254,7 @@ class Framework(models.TextChoices):
     NEURONX = "neuronx", _("NeuronX Distributed")
     TORCHTITAN = "torchtitan", _("torchtitan")
     JAX = "jax", _("JAX")
+    VERL = "verl", _("veRL")
     OTHER = "other", _("Other")
 
 

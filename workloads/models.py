@@ -11,7 +11,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
-from tenants.models import Allocation, Organization, Region, TenantQuerySet
+from tenants.models import Allocation, Framework, Organization, Region, TenantQuerySet
 
 # --- Workloads and support cases (issue 5) -------------------------------------------------------
 # Workload (+ WorkloadChange history), SupportCase (+ CaseEvent history), ReviewMeeting, ActionItem.
@@ -36,16 +36,7 @@ class Workload(models.Model):
         DENSE = "dense", _("Dense")
         MOE = "moe", _("Mixture of experts (MoE)")
 
-    class Framework(models.TextChoices):
-        # The keys match tenants.models.Framework (capacity requests), plus veRL for RL post-training.
-        PYTORCH_FSDP = "pytorch_fsdp", _("PyTorch FSDP")
-        MEGATRON = "megatron", _("Megatron-LM / NeMo")
-        DEEPSPEED = "deepspeed", _("DeepSpeed")
-        HF_TRAINER = "hf_trainer", _("Hugging Face Trainer / Accelerate")
-        NEURONX = "neuronx", _("NeuronX Distributed")
-        TORCHTITAN = "torchtitan", _("torchtitan")
-        JAX = "jax", _("JAX")
-        VERL = "verl", _("veRL")
+    Framework = Framework  # one list for the program: the capacity request's framework is the workload's
 
     class ClusterType(models.TextChoices):
         PARALLELCLUSTER_SLURM = "parallelcluster_slurm", _("ParallelCluster / Slurm")
