@@ -174,46 +174,26 @@ def capacity_request_new(request, org_slug: str):
         base = get_object_or_404(
             Allocation.objects.for_org(org).select_related("pool__instance_type"), pk=allocation_id
         )
-    form_class = ChangeRequestForm if base else CapacityRequestForm
-    extra = {"allocation": base} if base else {}
-    if request.method == "POST":
-        form = form_class(request.POST, **extra)
-        if form.is_valid():
-            try:
-                capacity_request = services.create_request(
-                    user=request.user,
-                    organization=org,
-                    base_allocation=base,
-                    submit="submit" in request.POST,
-                    **_plan(form, base, default_kind=CapacityRequest.Kind.NEW),
-                )
-            except ValidationError as error:
-                _show_errors(form, error)
-            else:
-                return _saved(request, capacity_request)
-    else:
-        initial = {"region": Region.US_EAST_1}
-        if base and request.GET.get("kind") == CapacityRequest.Kind.ENLARGEMENT:
-            initial |= {
-                "instance_count": 1,
-                "kind": CapacityRequest.Kind.ENLARGEMENT,
-                "starts_on": max(base.starts_on, services.today()),
-                "ends_on": base.ends_on,
-            }
-        elif base:
-            initial |= {
-                "instance_count": base.instance_count,
-                "kind": CapacityRequest.Kind.EXTENSION,
-                "starts_on": base.ends_on + timedelta(days=1),
-                "ends_on": base.ends_on + timedelta(days=30),
-            }
-        form = form_class(initial=initial, **extra)
-    context = {"access": access, "org": org, "form": form, "base": base}
-    if form.is_bound:
-        context |= _estimate_context(
-            form, **({"instance_type": base.pool.instance_type, "region": base.pool.region} if base else {})
-        )
-    return render(request, "tenants/capacity_request_form.html", context)
+    initial = {"region": Region.US_EAST_1}
+    if base and request.GET.get("kind") == CapacityRequest.Kind.ENLARGEMENT:
+        initial |= {
+            "instance_count": 1,
+            "kind": CapacityRequest.Kind.ENLARGEMENT,
+            "starts_on": max(base.starts_on, services.today()),
+            "ends_on": base.ends_on,
+        }
+    elif base:
+        initial |= {
+            "instance_count": base.instance_count,
+            "kind": CapacityRequest.Kind.EXTENSION,
+            "starts_on": base.ends_on + timedelta(days=1),
+            "ends_on": base.ends_on + timedelta(days=30),
+        }
+
+    def save(plan: dict, submit: bool) -> CapacityRequest:
+        return services.create_request(user=request.user, organization=org, base_allocation=base, submit=submit, **plan)
+
+    return _request_form_page(request, access, base=base, initial=initial, kind=CapacityRequest.Kind.NEW, save=save)
 
 
 @login_required
@@ -237,35 +217,46 @@ def capacity_request_edit(request, org_slug: str, pk: int):
             % {"status": draft.get_status_display().lower()},
         )
         return redirect("capacity-request", org_slug=org.slug, pk=draft.pk)
-    base = draft.base_allocation
+
+    def save(plan: dict, submit: bool) -> CapacityRequest:
+        return services.edit_draft(user=request.user, capacity_request=draft, submit=submit, **plan)
+
+    return _request_form_page(
+        request,
+        access,
+        base=draft.base_allocation,
+        initial=_draft_initial(draft),
+        kind=draft.kind,
+        save=save,
+        draft=draft,
+        estimate={
+            "estimate": services.request_estimate(draft),
+            "estimate_type": draft.pool.instance_type,
+            "program": draft.pool.program,
+        },
+    )
+
+
+def _request_form_page(request, access, *, base, initial, kind, save, draft=None, estimate=None):
+    """The request form, new or a draft's: on a valid POST `save(plan, submit)` and go to the request;
+    otherwise the form again, with its errors and the estimate for what it holds."""
     form_class = ChangeRequestForm if base else CapacityRequestForm
     extra = {"allocation": base} if base else {}
     if request.method == "POST":
         form = form_class(request.POST, **extra)
         if form.is_valid():
             try:
-                capacity_request = services.edit_draft(
-                    user=request.user,
-                    capacity_request=draft,
-                    submit="submit" in request.POST,
-                    **_plan(form, base, default_kind=draft.kind),
-                )
+                capacity_request = save(_plan(form, base, default_kind=kind), "submit" in request.POST)
             except ValidationError as error:
                 _show_errors(form, error)
             else:
                 return _saved(request, capacity_request)
-        estimate = _estimate_context(
-            form, **({"instance_type": base.pool.instance_type, "region": base.pool.region} if base else {})
-        )
+        fixed = {"instance_type": base.pool.instance_type, "region": base.pool.region} if base else {}
+        estimate = _estimate_context(form, **fixed)
     else:
-        form = form_class(initial=_draft_initial(draft), **extra)
-        estimate = {
-            "estimate": services.request_estimate(draft),
-            "estimate_type": draft.pool.instance_type,
-            "program": draft.pool.program,
-        }
-    context = {"access": access, "org": org, "form": form, "base": base, "draft": draft, **estimate}
-    return render(request, "tenants/capacity_request_form.html", context)
+        form = form_class(initial=initial, **extra)
+    context = {"access": access, "org": access.organization, "form": form, "base": base, "draft": draft}
+    return render(request, "tenants/capacity_request_form.html", context | (estimate or {}))
 
 
 capacity_request_edit.tenant_model = CapacityRequest
