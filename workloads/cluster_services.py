@@ -13,11 +13,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Max, Q, Sum
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from portal import cloud
 from portal.cloud import CloudStatus, ClusterDescription, NodeInfo
@@ -128,6 +130,13 @@ def transition(*, cluster_id: int, to: str, message: str = "", actor=None, **fie
             actor=actor,
         )
     return bool(changed)
+
+
+def record_text(message: str, **params) -> str:
+    """Timeline text in the record's language (LANGUAGE_CODE), whichever language the person who acted reads:
+    the worker writes in it too, and pages translate it back for each reader where the catalog knows it."""
+    with translation.override(settings.LANGUAGE_CODE):
+        return _(message) % params if params else _(message)
 
 
 def note(cluster: Cluster, message: str, actor=None) -> None:
@@ -319,7 +328,11 @@ def create_cluster(
     ]
     ClusterInstanceGroup.objects.bulk_create(rows)
     ClusterEvent.objects.create(
-        organization=organization, cluster=cluster, to_status=Status.REQUESTED, actor=actor, message=_("Requested")
+        organization=organization,
+        cluster=cluster,
+        to_status=Status.REQUESTED,
+        actor=actor,
+        message=record_text(gettext_noop("Requested")),
     )
     # Enqueued only if this transaction commits: the worker never sees a cluster that does not exist.
     cluster_tasks.provision_cluster.delay_on_commit(cluster.pk)
@@ -350,7 +363,7 @@ def retry_cluster(*, cluster: Cluster, actor) -> Cluster:
     if not transition(
         cluster_id=cluster.pk,
         to=Status.REQUESTED,
-        message=_("Retry %(attempt)s requested") % {"attempt": attempt},
+        message=record_text(gettext_noop("Retry %(attempt)s requested"), attempt=attempt),
         actor=actor,
         attempt=attempt,
         cloud_name=new_name,
@@ -367,7 +380,9 @@ def retry_cluster(*, cluster: Cluster, actor) -> Cluster:
 def request_delete(*, cluster: Cluster, actor) -> Cluster:
     from workloads import cluster_tasks
 
-    if not transition(cluster_id=cluster.pk, to=Status.DELETING, message=_("Deletion requested"), actor=actor):
+    if not transition(
+        cluster_id=cluster.pk, to=Status.DELETING, message=record_text(gettext_noop("Deletion requested")), actor=actor
+    ):
         raise ValidationError(
             _("A cluster that is %(status)s cannot be deleted.") % {"status": cluster.get_status_display()}
         )

@@ -181,6 +181,17 @@ def test_delete_asks_for_confirmation_then_moves_to_deleting(member_client, org)
     assert member_client.post(f"/clusters/{cluster.pk}/delete/").status_code == 400  # already deleting
 
 
+def test_the_timeline_is_recorded_in_english_and_read_in_each_readers_language(member_client, org):
+    cluster = ClusterFactory(organization=org)
+    member_client.cookies["django_language"] = "ja"
+    member_client.post(f"/clusters/{cluster.pk}/delete/")  # a Japanese reader acts
+    event = ClusterEvent.objects.filter(cluster=cluster).latest("pk")
+    assert event.message == "Deletion requested"  # the record is one language, as the worker writes it
+    assert "削除を依頼しました" in member_client.get(f"/clusters/{cluster.pk}/").text
+    member_client.cookies["django_language"] = "en"
+    assert "Deletion requested" in member_client.get(f"/clusters/{cluster.pk}/").text
+
+
 def test_retry_button_requeues_a_failed_cluster(member_client, org):
     cluster = ClusterFactory(organization=org, status=Cluster.Status.FAILED, status_message="capacity")
     page = member_client.get(f"/clusters/{cluster.pk}/")
