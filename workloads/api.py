@@ -252,16 +252,12 @@ class ReviewMeetingViewSet(
     )
 
     def create(self, request, *args, **kwargs):
+        """Records the week's meeting; if the week already has one, only the fields sent change."""
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
-        meeting, created = services.save_review_meeting(
-            user=request.user,
-            week_start=data["week_start"],
-            attendees=data.get("attendees", []),
-            other_attendees=data.get("other_attendees", ""),
-            minutes=data.get("minutes", ""),
-        )
+        week_start = serializer.validated_data["week_start"]
+        existing = self.get_queryset().filter(week_start=week_start).first()
+        meeting, created = self._save(existing, week_start, serializer.validated_data)
         return Response(
             self.get_serializer(self.get_queryset().get(pk=meeting.pk)).data,
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
@@ -271,17 +267,22 @@ class ReviewMeetingViewSet(
         meeting = self.get_object()
         serializer = self.get_serializer(meeting, data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
-        if data.get("week_start", meeting.week_start) != meeting.week_start:
+        if serializer.validated_data.get("week_start", meeting.week_start) != meeting.week_start:
             raise ValidationError({"week": [_("A meeting stays in its week.")]})
-        services.save_review_meeting(
-            user=request.user,
-            week_start=meeting.week_start,
-            attendees=data.get("attendees", list(meeting.attendees.all())),
-            other_attendees=data.get("other_attendees", meeting.other_attendees),
-            minutes=data.get("minutes", meeting.minutes),
-        )
+        self._save(meeting, meeting.week_start, serializer.validated_data)
         return Response(self.get_serializer(self.get_queryset().get(pk=meeting.pk)).data)
+
+    def _save(self, meeting, week_start, data):
+        """Fields left out of the request keep their recorded value (blank for a new meeting)."""
+        fields = {}
+        if meeting:
+            fields = {
+                "attendees": list(meeting.attendees.all()),
+                "other_attendees": meeting.other_attendees,
+                "minutes": meeting.minutes,
+            }
+        fields.update({name: data[name] for name in ("attendees", "other_attendees", "minutes") if name in data})
+        return services.save_review_meeting(user=self.request.user, week_start=week_start, **fields)
 
 
 class ActionItemViewSet(

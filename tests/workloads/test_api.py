@@ -276,6 +276,7 @@ def test_staff_record_a_meeting_by_week(manager_api, manager, lead):
     assert (first.json()["week"], first.json()["week_start"]) == ("2027-W05", "2027-02-01")
     again = manager_api.post("/api/v1/review-meetings/", {"week": "2027-W05", "minutes": "Updated."}, format="json")
     assert again.status_code == 200 and ReviewMeeting.objects.get().minutes == "Updated."
+    assert again.json()["attendees"] == [lead.username], "a field left out of the request keeps its value"
     assert manager_api.post("/api/v1/review-meetings/", {"week": "2027-05"}, format="json").status_code == 400
     patched = manager_api.patch(f"/api/v1/review-meetings/{first.json()['id']}/", {"minutes": "Final."}, format="json")
     assert patched.status_code == 200 and patched.json()["minutes"] == "Final."
