@@ -93,3 +93,19 @@ def test_a_double_click_submits_the_request_form_once(page, live_server):
     )
     assert sent == 1
     assert page.locator("form[aria-busy=true]").count() == 1
+
+
+def test_a_refused_decision_stays_in_the_queue_with_its_error(page, live_server, screenshot):
+    call_command("load_demo")
+    request = CapacityRequest.objects.filter(status=CapacityRequest.Status.SUBMITTED).order_by("pk").first()
+    log_in(page, live_server, "manager")
+    page.get_by_role("link", name="Capacity review").click()
+    row = page.locator(f"#request-{request.pk}")
+    row.get_by_role("button", name="Reject").click()  # rejecting needs a comment
+    row.get_by_role("alert").get_by_text("Tell the tenant why").wait_for()
+    row.get_by_label("Instances").fill(str(request.instance_count + 1))
+    row.get_by_role("button", name="Approve").click()
+    row.get_by_role("alert").get_by_text("more than the").wait_for()
+    screenshot("capacity-7-refused-decision")
+    request.refresh_from_db()
+    assert request.status == CapacityRequest.Status.SUBMITTED
