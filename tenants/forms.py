@@ -9,6 +9,11 @@ from tenants.models import Allocation, CapacityRequest, Framework, InstanceType,
 BILLION = Decimal(10**9)
 
 
+def in_billions(count: int | None) -> str | None:
+    """A count as a form shows it in billions: 70 and 15000, never 7E+1 or 1.5E+4."""
+    return None if count is None else format((Decimal(count) / BILLION).normalize(), "f")
+
+
 class DateInput(forms.DateInput):
     input_type = "date"
 

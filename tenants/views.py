@@ -1,6 +1,5 @@
 from collections import defaultdict
 from datetime import date, timedelta
-from decimal import Decimal
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -17,7 +16,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from tenants import services
 from tenants.access import get_org_access_or_404, is_program_manager, is_program_staff, visible_organizations
 from tenants.capacity import usage_steps
-from tenants.forms import BILLION, CapacityRequestForm, ChangeRequestForm, DecisionForm, RevokeForm
+from tenants.forms import CapacityRequestForm, ChangeRequestForm, DecisionForm, RevokeForm, in_billions
 from tenants.models import Allocation, AuditEvent, CapacityPool, CapacityRequest, Program, Region
 
 
@@ -280,10 +279,6 @@ def _plan(form, base: Allocation | None, *, default_kind: str) -> dict:
     }
 
 
-def _billions(count: int | None) -> Decimal | None:
-    return None if count is None else (Decimal(count) / BILLION).normalize()
-
-
 def _draft_initial(draft: CapacityRequest) -> dict:
     return {
         "instance_type": draft.pool.instance_type,
@@ -293,8 +288,8 @@ def _draft_initial(draft: CapacityRequest) -> dict:
         "starts_on": draft.starts_on,
         "ends_on": draft.ends_on,
         "justification": draft.justification,
-        "parameters_b": _billions(draft.parameter_count),
-        "tokens_b": _billions(draft.training_tokens),
+        "parameters_b": in_billions(draft.parameter_count),
+        "tokens_b": in_billions(draft.training_tokens),
         "framework": draft.framework,
         "expected_mfu": draft.expected_mfu,
     }

@@ -9,10 +9,10 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
+from tenants.forms import BILLION, in_billions
 from tenants.models import Allocation, Organization
 from workloads.models import SupportCase, Workload
 
-BILLION = Decimal(10**9)
 User = get_user_model()
 
 
@@ -34,10 +34,6 @@ def apply_errors(form: forms.Form, error: ValidationError, aliases: dict[str, st
     for name, messages in error.message_dict.items():
         target = aliases.get(name, name)
         form.add_error(target if target in form.fields else None, messages)
-
-
-def _in_billions(value: int | None) -> Decimal | None:
-    return None if value is None else (Decimal(value) / BILLION).normalize()
 
 
 class BillionsField(forms.DecimalField):
@@ -101,7 +97,7 @@ class WorkloadForm(forms.Form):
     def initial_for(workload: Workload) -> dict:
         initial = {name: getattr(workload, name) for name in WorkloadForm.base_fields}
         for name in ("parameter_count", "active_parameter_count", "target_tokens"):
-            initial[name] = _in_billions(getattr(workload, name))
+            initial[name] = in_billions(getattr(workload, name))
         initial["allocation"] = workload.allocation_id
         return initial
 

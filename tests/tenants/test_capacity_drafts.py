@@ -205,3 +205,10 @@ def test_api_edit_of_another_orgs_draft_is_404_and_staff_get_403(api_client, out
     assert api_client.patch(url, {"instance_count": 1}, format="json").status_code == 403
     draft.refresh_from_db()
     assert draft.instance_count == 8
+
+
+def test_the_edit_form_shows_round_sizes_as_plain_numbers(member_client, draft, org):
+    draft.parameter_count, draft.training_tokens = 70_000_000_000, 15_000_000_000_000
+    draft.save()
+    page = member_client.get(reverse("capacity-request-edit", args=[org.slug, draft.pk])).text
+    assert 'name="parameters_b" value="70"' in page and 'name="tokens_b" value="15000"' in page

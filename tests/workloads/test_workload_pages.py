@@ -267,3 +267,11 @@ def test_the_detail_page_runs_a_fixed_number_of_queries(member_client, member, w
             user=member, workload=workload, data={"data_parallel": parallel, "notes": str(parallel)}
         )
     assert queries(member_client, url) == small
+
+
+def test_the_edit_form_shows_sizes_in_billions_as_plain_numbers(member_client, member, workload):
+    services.update_workload(
+        user=member, workload=workload, data={"parameter_count": 70_000_000_000, "target_tokens": 1_500_000_000}
+    )
+    page = member_client.get(reverse("workloads:workload-edit", args=[workload.pk])).text
+    assert 'name="parameter_count" value="70"' in page and 'name="target_tokens" value="1.5"' in page
