@@ -32,6 +32,7 @@ from tenants.models import (
     Organization,
     Program,
 )
+from tenants.signals import allocation_revoked
 
 Status = CapacityRequest.Status
 
@@ -684,10 +685,18 @@ def revoke_allocation(*, user, allocation: Allocation, reason: str) -> Allocatio
         changes={"status": (before, Allocation.Status.REVOKED)},
         comment=reason.strip(),
     )
+    allocation_revoked.send(sender=Allocation, allocation=allocation, user=user)
     _notify(
         allocation.organization,
         _("Allocation revoked: %(allocation)s") % {"allocation": allocation},
-        _("A program manager revoked this allocation.\n\nReason: %(reason)s") % {"reason": allocation.revoke_reason},
+        "\n\n".join(
+            [
+                _("A program manager revoked this allocation; its clusters are being deleted."),
+                _("Reason: %(reason)s") % {"reason": allocation.revoke_reason},
+                _("Your capacity in the portal: %(url)s")
+                % {"url": portal_url("capacity", allocation.organization.slug)},
+            ]
+        ),
     )
     return allocation
 

@@ -377,18 +377,25 @@ def retry_cluster(*, cluster: Cluster, actor) -> Cluster:
 
 
 @transaction.atomic
-def request_delete(*, cluster: Cluster, actor) -> Cluster:
+def request_delete(*, cluster: Cluster, actor, why: str = gettext_noop("Deletion requested")) -> Cluster:
     from workloads import cluster_tasks
 
-    if not transition(
-        cluster_id=cluster.pk, to=Status.DELETING, message=record_text(gettext_noop("Deletion requested")), actor=actor
-    ):
+    if not transition(cluster_id=cluster.pk, to=Status.DELETING, message=record_text(why), actor=actor):
         raise ValidationError(
             _("A cluster that is %(status)s cannot be deleted.") % {"status": cluster.get_status_display()}
         )
     cluster_tasks.delete_cluster.delay_on_commit(cluster.pk)
     cluster.refresh_from_db()
     return cluster
+
+
+def delete_clusters_of_revoked_allocation(*, allocation, user, **signal) -> None:
+    """tenants.signals.allocation_revoked: the instances go back to the pool, so the clusters holding them go."""
+    for cluster in allocation.clusters.exclude(status__in=[Status.DELETING, Status.DELETED]):
+        if cluster.can_delete:
+            request_delete(
+                cluster=cluster, actor=user, why=gettext_noop("Deletion requested: its allocation was revoked")
+            )
 
 
 # --- Worker side: provisioning, deletion, polling ---------------------------------------------

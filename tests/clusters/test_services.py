@@ -5,6 +5,7 @@ from django.core.exceptions import ValidationError
 
 from portal.cloud import CloudStatus, ClusterDescription, TransientCloudError
 from tenants.models import Allocation
+from tenants.services import revoke_allocation
 from tests.clusters.conftest import seed_scripts
 from tests.factories import ActiveAllocationFactory, ClusterFactory, instance_type
 from workloads import cluster_services, cluster_tasks
@@ -325,6 +326,28 @@ def test_delete_closes_every_interval_and_ends_deleted(running, actor, django_ca
     assert running.status == Cluster.Status.DELETED
     assert not NodeInterval.objects.filter(cluster=running, ended_at=None).exists()
     assert cluster_services.delete(running.pk) == "skipped"  # a redelivered delete does nothing
+
+
+def test_revoking_the_allocation_deletes_its_clusters(
+    running, org, allocation, actor, manager, django_capture_on_commit_callbacks, mailoutbox
+):
+    waiting = create(org, allocation, actor, name="not-yet-provisioned")
+    gone = create(org, allocation, actor, name="already-gone")
+    Cluster.objects.filter(pk=gone.pk).update(status=Cluster.Status.DELETED)
+    elsewhere = create(org, ActiveAllocationFactory(organization=org, pool=allocation.pool), actor, name="elsewhere")
+    with django_capture_on_commit_callbacks(execute=True):
+        revoke_allocation(user=manager, allocation=allocation, reason="Capacity withdrawn for the spring cycle.")
+    statuses = dict(Cluster.objects.values_list("name", "status"))
+    assert statuses == {
+        running.name: Cluster.Status.DELETING,
+        waiting.name: Cluster.Status.DELETING,
+        gone.name: Cluster.Status.DELETED,
+        elsewhere.name: Cluster.Status.REQUESTED,  # another allocation's cluster stays
+    }
+    assert cluster_services.delete(running.pk) == "deleted"  # what the queued task does, against the emulator
+    event = running.events.get(to_status=Cluster.Status.DELETING)
+    assert (event.actor, event.message) == (manager, "Deletion requested: its allocation was revoked")
+    assert "clusters are being deleted" in mailoutbox[-1].body and f"/orgs/{org.slug}/capacity/" in mailoutbox[-1].body
 
 
 def test_deleted_or_deleting_cluster_cannot_be_deleted_again(running, actor):

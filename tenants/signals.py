@@ -1,0 +1,7 @@
+"""Signals other apps listen to, so the tenant core never imports them."""
+
+from django.dispatch import Signal
+
+# Sent inside the revoking transaction, with `allocation` and `user`: the capacity goes back to the pool,
+# so whatever holds instances of it (workloads' clusters) must let them go.
+allocation_revoked = Signal()
