@@ -94,17 +94,25 @@ class WeekReview:
         return {name: self.total(name) for name in ("open_cases", "stale_cases", "opened", "resolved", "workloads")}
 
 
+def _history_before(moment: datetime) -> QuerySet[CaseEvent]:
+    return CaseEvent.objects.filter(case=OuterRef("pk"), created_at__lt=moment).order_by("-created_at", "-pk")
+
+
+def _status_at(moment: datetime) -> Coalesce:
+    """A case's status at `moment`, rebuilt from its history (a case starts open)."""
+    last_change = _history_before(moment).filter(kind=CaseEvent.Kind.STATUS_CHANGED).values("new_value")[:1]
+    return Coalesce(Subquery(last_change), Value(str(SupportCase.Status.OPEN)))
+
+
 def cases_open_at(moment: datetime, organizations: QuerySet[Organization]) -> QuerySet[SupportCase]:
     """Cases open at `moment` (status then, rebuilt from the history), each with `last_update`: its last
     entry a tenant can see before `moment` (internal notes do not count as an update)."""
-    before = CaseEvent.objects.filter(case=OuterRef("pk"), created_at__lt=moment).order_by("-created_at", "-pk")
-    status_then = before.filter(kind=CaseEvent.Kind.STATUS_CHANGED).values("new_value")[:1]
-    last_update = before.filter(internal=False).values("created_at")[:1]
+    last_update = _history_before(moment).filter(internal=False).values("created_at")[:1]
     return (
         SupportCase.objects.filter(organization__in=organizations, created_at__lt=moment)
         # Done since before `moment` and never reopened: cannot have been open then (keeps the scan small).
         .exclude(status__in=DONE, resolved_at__lt=moment)
-        .annotate(status_then=Coalesce(Subquery(status_then), Value(str(SupportCase.Status.OPEN))))
+        .annotate(status_then=_status_at(moment))
         .annotate(last_update=Subquery(last_update))
         .filter(status_then__in=ACTIVE)
         .select_related("organization", "assignee")
@@ -128,11 +136,13 @@ def build_week(*, week_start: date, organizations: QuerySet[Organization]) -> We
     cases = SupportCase.objects.filter(organization__in=organizations).select_related("organization", "assignee")
     for case in cases.filter(in_week).order_by("created_at", "pk"):
         rows[case.organization_id].opened.append(case)
-    # Resolved this week: moved from an active status to resolved or closed during the week.
+    # Resolved this week: moved from an active status to resolved or closed during the week, and still done
+    # at its end (one reopened since is open, not resolved).
     resolutions = CaseEvent.objects.filter(
         in_week, kind=CaseEvent.Kind.STATUS_CHANGED, old_value__in=ACTIVE, new_value__in=DONE
     ).values("case_id")
-    for case in cases.filter(pk__in=Subquery(resolutions)).order_by("pk"):
+    resolved = cases.filter(pk__in=Subquery(resolutions)).annotate(status_then=_status_at(as_of))
+    for case in resolved.filter(status_then__in=DONE).order_by("pk"):
         rows[case.organization_id].resolved.append(case)
 
     changes = (

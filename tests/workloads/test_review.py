@@ -137,6 +137,25 @@ def test_the_weeks_figures_per_org(week, org, other_org, manager):
     assert review.totals == {"open_cases": 5, "stale_cases": 2, "opened": 2, "resolved": 1, "workloads": 2}
 
 
+def test_a_case_resolved_and_reopened_in_the_week_is_open_not_resolved(org, member, lead, manager):
+    from tenants.access import visible_organizations
+
+    case = opened(member, org, "back_again", "2027-03-02 09:00")
+    again = opened(member, org, "resolved_twice", "2027-03-02 09:00")
+    history = {
+        case: [("2027-03-09 10:00", "resolved"), ("2027-03-11 10:00", "open")],
+        again: [("2027-03-09 10:00", "resolved"), ("2027-03-10 10:00", "open"), ("2027-03-12 10:00", "closed")],
+    }
+    for each, changes in history.items():
+        for when, status in changes:
+            with at(when):
+                services.update_case(user=lead, case=each, status=status)
+    with at("2027-03-20 09:00"):
+        [row] = [r for r in build_week(week_start=W10, organizations=visible_organizations(manager)).organizations]
+    assert titles(row.open_cases) == {"back_again"}
+    assert titles(row.resolved) == {"resolved_twice"}
+
+
 def test_last_weeks_open_action_items_carry_forward(week, manager):
     from tenants.access import visible_organizations
 
