@@ -9,9 +9,10 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
+from tenants.estimate import MAX_PARAMETERS, MAX_TOKENS
 from tenants.forms import BILLION, in_billions
 from tenants.models import Allocation, Organization
-from workloads.models import SupportCase, Workload
+from workloads.models import MAX_PARALLEL_DEGREE, SupportCase, Workload
 
 User = get_user_model()
 
@@ -65,18 +66,30 @@ class WorkloadForm(forms.Form):
         label=_("Model name"), max_length=200, required=False, help_text=_("For example: Sakura-LM 70B v2")
     )
     architecture = forms.ChoiceField(label=_("Architecture"), choices=Workload.Architecture.choices)
-    parameter_count = BillionsField(label=_("Parameters (billions)"))
+    parameter_count = BillionsField(label=_("Parameters (billions)"), max_value=MAX_PARAMETERS / BILLION)
     active_parameter_count = BillionsField(
-        label=_("Active parameters (billions)"), required=False, help_text=_("Mixture-of-experts models only.")
+        label=_("Active parameters (billions)"),
+        max_value=MAX_PARAMETERS / BILLION,
+        required=False,
+        help_text=_("Mixture-of-experts models only."),
     )
     target_tokens = BillionsField(
-        label=_("Target tokens (billions)"), required=False, help_text=_("15 trillion tokens: 15000.")
+        label=_("Target tokens (billions)"),
+        max_value=MAX_TOKENS / BILLION,
+        required=False,
+        help_text=_("15 trillion tokens: 15000."),
     )
     framework = forms.ChoiceField(label=_("Framework"), choices=Workload.Framework.choices)
-    tensor_parallel = forms.IntegerField(label=_("Tensor parallel"), min_value=1, initial=1)
-    pipeline_parallel = forms.IntegerField(label=_("Pipeline parallel"), min_value=1, initial=1)
-    data_parallel = forms.IntegerField(label=_("Data parallel"), min_value=1, initial=1)
-    expert_parallel = forms.IntegerField(label=_("Expert parallel"), min_value=1, initial=1)
+    tensor_parallel = forms.IntegerField(
+        label=_("Tensor parallel"), min_value=1, max_value=MAX_PARALLEL_DEGREE, initial=1
+    )
+    pipeline_parallel = forms.IntegerField(
+        label=_("Pipeline parallel"), min_value=1, max_value=MAX_PARALLEL_DEGREE, initial=1
+    )
+    data_parallel = forms.IntegerField(label=_("Data parallel"), min_value=1, max_value=MAX_PARALLEL_DEGREE, initial=1)
+    expert_parallel = forms.IntegerField(
+        label=_("Expert parallel"), min_value=1, max_value=MAX_PARALLEL_DEGREE, initial=1
+    )
     cluster_type = forms.ChoiceField(label=_("Cluster type"), choices=Workload.ClusterType.choices)
     storage = forms.ChoiceField(label=_("Storage"), choices=Workload.Storage.choices)
     allocation = AllocationChoiceField(

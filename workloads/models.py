@@ -11,11 +11,18 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
+from tenants.estimate import MAX_PARAMETERS, MAX_TOKENS
 from tenants.models import Allocation, Framework, Organization, Region, TenantQuerySet
 
 # --- Workloads and support cases (issue 5) -------------------------------------------------------
 # Workload (+ WorkloadChange history), SupportCase (+ CaseEvent history), ReviewMeeting, ActionItem.
 # Every write goes through workloads/services.py, which also records the history rows.
+
+MAX_PARALLEL_DEGREE = 65_536  # per dimension; a 100,000-GPU run is about 2^17 accelerators in all
+TOO_MANY_PARAMETERS = _("At most 100 trillion parameters.")
+TOO_MANY_TOKENS = _("At most 10 quadrillion tokens.")
+PARAMETERS = [MinValueValidator(1), MaxValueValidator(MAX_PARAMETERS, TOO_MANY_PARAMETERS)]
+DEGREE = [MinValueValidator(1), MaxValueValidator(MAX_PARALLEL_DEGREE)]
 
 
 class Workload(models.Model):
@@ -66,28 +73,25 @@ class Workload(models.Model):
     architecture = models.CharField(
         _("architecture"), max_length=16, choices=Architecture.choices, default=Architecture.DENSE
     )
-    parameter_count = models.PositiveBigIntegerField(_("parameters"), validators=[MinValueValidator(1)])
+    parameter_count = models.PositiveBigIntegerField(_("parameters"), validators=PARAMETERS)
     active_parameter_count = models.PositiveBigIntegerField(
         _("active parameters"),
         null=True,
         blank=True,
-        validators=[MinValueValidator(1)],
+        validators=PARAMETERS,
         help_text=_("Mixture-of-experts models only: parameters used per token."),
     )
     target_tokens = models.PositiveBigIntegerField(
-        _("target tokens"), null=True, blank=True, validators=[MinValueValidator(1)]
+        _("target tokens"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_TOKENS, TOO_MANY_TOKENS)],
     )
     framework = models.CharField(_("framework"), max_length=32, choices=Framework.choices)
-    tensor_parallel = models.PositiveIntegerField(
-        _("tensor parallel degree"), default=1, validators=[MinValueValidator(1)]
-    )
-    pipeline_parallel = models.PositiveIntegerField(
-        _("pipeline parallel degree"), default=1, validators=[MinValueValidator(1)]
-    )
-    data_parallel = models.PositiveIntegerField(_("data parallel degree"), default=1, validators=[MinValueValidator(1)])
-    expert_parallel = models.PositiveIntegerField(
-        _("expert parallel degree"), default=1, validators=[MinValueValidator(1)]
-    )
+    tensor_parallel = models.PositiveIntegerField(_("tensor parallel degree"), default=1, validators=DEGREE)
+    pipeline_parallel = models.PositiveIntegerField(_("pipeline parallel degree"), default=1, validators=DEGREE)
+    data_parallel = models.PositiveIntegerField(_("data parallel degree"), default=1, validators=DEGREE)
+    expert_parallel = models.PositiveIntegerField(_("expert parallel degree"), default=1, validators=DEGREE)
     cluster_type = models.CharField(_("cluster type"), max_length=32, choices=ClusterType.choices)
     storage = models.CharField(_("storage"), max_length=32, choices=Storage.choices)
     allocation = models.ForeignKey(

@@ -12,7 +12,16 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from tenants.models import Allocation, Organization
-from workloads.models import ActionItem, CaseEvent, ReviewMeeting, SupportCase, Workload, WorkloadChange
+from workloads.models import (
+    TOO_MANY_PARAMETERS,
+    TOO_MANY_TOKENS,
+    ActionItem,
+    CaseEvent,
+    ReviewMeeting,
+    SupportCase,
+    Workload,
+    WorkloadChange,
+)
 from workloads.review import iso_week, parse_iso_week
 
 User = get_user_model()
@@ -85,6 +94,11 @@ class WorkloadSerializer(serializers.ModelSerializer):
         read_only_fields = ["created_at", "updated_at"]
         # The model's check constraints are worded per field by Workload.clean() in the service.
         validators = []
+        extra_kwargs = {
+            "parameter_count": {"error_messages": {"max_value": TOO_MANY_PARAMETERS}},
+            "active_parameter_count": {"error_messages": {"max_value": TOO_MANY_PARAMETERS}},
+            "target_tokens": {"error_messages": {"max_value": TOO_MANY_TOKENS}},
+        }
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

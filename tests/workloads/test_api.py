@@ -67,6 +67,9 @@ def test_creating_in_another_org_is_404_and_an_ambiguous_org_is_400(member_api, 
         ({"target_tokens": -100}, "target_tokens"),
         ({"architecture": "moe", "parameter_count": 10, "active_parameter_count": 20}, "active_parameter_count"),
         ({"pipeline_parallel": 0}, "pipeline_parallel"),
+        ({"tensor_parallel": 10**9}, "tensor_parallel"),
+        ({"parameter_count": 10**15}, "parameter_count"),
+        ({"target_tokens": 10**17}, "target_tokens"),
     ],
 )
 def test_bad_workload_input_is_400_with_the_field_and_writes_nothing(member_api, change, field):
@@ -74,6 +77,12 @@ def test_bad_workload_input_is_400_with_the_field_and_writes_nothing(member_api,
     assert response.status_code == 400
     assert field in response.json(), response.json()
     assert not Workload.objects.exists() and not WorkloadChange.objects.exists()
+
+
+def test_a_size_beyond_any_model_is_refused_in_words(member_api):
+    response = member_api.post("/api/v1/workloads/", body(parameter_count=2**63), format="json")
+    assert response.status_code == 400
+    assert response.json()["parameter_count"] == ["At most 100 trillion parameters."]
 
 
 def test_linking_another_orgs_allocation_looks_like_linking_none_at_all(member_api, other_allocation):

@@ -275,3 +275,12 @@ def test_the_edit_form_shows_sizes_in_billions_as_plain_numbers(member_client, m
     )
     page = member_client.get(reverse("workloads:workload-edit", args=[workload.pk])).text
     assert 'name="parameter_count" value="70"' in page and 'name="target_tokens" value="1.5"' in page
+
+
+def test_sizes_beyond_any_model_get_field_errors_in_the_form(member_client, org):
+    form = {**FORM, "parameter_count": "200000", "tensor_parallel": "1000000"}
+    response = member_client.post(reverse("workloads:workload-create", args=[org.slug]), form)
+    assert response.status_code == 400
+    assert "Ensure this value is less than or equal to 100000." in response.text  # billions, as typed
+    assert "Ensure this value is less than or equal to 65536." in response.text
+    assert not Workload.objects.exists()
