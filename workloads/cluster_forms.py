@@ -6,7 +6,7 @@ from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from tenants.models import Allocation
-from workloads.models import Cluster, Workload
+from workloads.models import Cluster, Workload, validate_lustre_capacity
 
 # A workload's planned cluster type suggests the kind of the cluster made from it.
 KIND_FOR_WORKLOAD = {
@@ -52,7 +52,10 @@ class ClusterForm(forms.Form):
     )
     fsx_file_system_id = forms.CharField(label=_("Existing file system id"), required=False, max_length=64)
     storage_capacity_gib = forms.IntegerField(
-        label=_("Storage capacity (GiB)"), min_value=1200, max_value=1_000_000, initial=1200
+        label=_("Storage capacity (GiB)"),
+        initial=1200,
+        validators=[validate_lustre_capacity],
+        help_text=_("New FSx for Lustre only: 1,200, 2,400 or a multiple of 2,400 GiB."),
     )
 
     def __init__(self, *args, allocations, workloads, **kwargs):

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.urls import reverse
 from rest_framework import serializers
 
-from workloads.models import Cluster, ClusterInstanceGroup, ClusterNode
+from workloads.models import Cluster, ClusterInstanceGroup, ClusterNode, validate_lustre_capacity
 
 
 class InstanceGroupSerializer(serializers.ModelSerializer):
@@ -74,7 +74,11 @@ class ClusterCreateSerializer(serializers.Serializer):
     storage = serializers.ChoiceField(choices=Cluster.Storage.choices, default=Cluster.Storage.NONE)
     fsx_file_system_id = serializers.CharField(max_length=64, required=False, default="", allow_blank=True)
     s3_data_repository_path = serializers.CharField(max_length=500, required=False, default="", allow_blank=True)
-    storage_capacity_gib = serializers.IntegerField(min_value=1200, max_value=1_000_000, default=1200)
+    storage_capacity_gib = serializers.IntegerField(
+        default=1200,
+        validators=[validate_lustre_capacity],
+        help_text="New FSx for Lustre only: 1200, 2400 or a multiple of 2400 GiB.",
+    )
 
     def validate(self, attrs):
         if not attrs.get("instance_count") and not attrs.get("groups"):

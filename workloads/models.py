@@ -506,6 +506,16 @@ CLUSTER_NAME = RegexValidator(
 S3_URI = RegexValidator(
     r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$", _("Enter an S3 URI such as s3://bucket/prefix/.")
 )
+FSX_LUSTRE_MAX_GIB = 1_000_800  # FSx for Lustre PERSISTENT_2 sizes: 1,200, 2,400 and multiples of 2,400 GiB
+
+
+def validate_lustre_capacity(gib: int) -> None:
+    if gib != 1200 and (gib % 2400 or not 0 < gib <= FSX_LUSTRE_MAX_GIB):
+        raise ValidationError(
+            _("FSx for Lustre comes in 1,200 GiB, 2,400 GiB or a multiple of 2,400 GiB (up to %(max)s GiB)."),
+            params={"max": f"{FSX_LUSTRE_MAX_GIB:,}"},
+            code="lustre_capacity",
+        )
 
 
 class OrgCloudSettings(models.Model):
@@ -616,7 +626,9 @@ class Cluster(models.Model):
     storage = models.CharField(_("shared storage"), max_length=32, choices=Storage.choices, default=Storage.NONE)
     fsx_file_system_id = models.CharField(_("FSx file system id"), max_length=64, blank=True)
     s3_data_repository_path = models.CharField(_("S3 data repository"), max_length=500, blank=True, validators=[S3_URI])
-    storage_capacity_gib = models.PositiveIntegerField(_("storage capacity (GiB)"), default=1200)
+    storage_capacity_gib = models.PositiveIntegerField(
+        _("storage capacity (GiB)"), default=1200, validators=[validate_lustre_capacity]
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,

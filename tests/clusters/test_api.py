@@ -54,6 +54,18 @@ def test_bad_input_names_each_field(member_api, allocation):
     assert not Cluster.objects.exists()
 
 
+@pytest.mark.parametrize(("gib", "accepted"), [(1200, True), (2400, True), (4800, True), (1800, False), (3600, False)])
+def test_lustre_capacity_takes_the_sizes_fsx_offers(member_api, allocation, gib, accepted):
+    body = payload(allocation, storage="fsx_lustre_new", s3_data_repository_path="s3://corpus/ja/")
+    response = member_api.post("/api/v1/clusters/", {**body, "storage_capacity_gib": gib}, format="json")
+    if accepted:
+        assert response.status_code == 202, response.json()
+    else:
+        assert response.status_code == 400
+        assert "1,200 GiB, 2,400 GiB or a multiple of 2,400 GiB" in response.json()["storage_capacity_gib"][0]
+        assert not Cluster.objects.exists()
+
+
 def test_list_is_scoped_to_the_callers_org(member_api, org, other_org):
     ClusterFactory(organization=org, name="mine")
     ClusterFactory(organization=other_org, name="theirs")

@@ -151,6 +151,16 @@ def test_form_over_the_allocation_shows_the_limit_and_writes_nothing(member_clie
     assert not Cluster.objects.exists()
 
 
+def test_form_refuses_a_lustre_size_fsx_does_not_offer(member_client, org, allocation):
+    response = post_form(
+        member_client, org, allocation, storage="fsx_lustre_new", s3_data_repository_path="s3://corpus/ja/",
+        storage_capacity_gib=2000,
+    )  # fmt: skip
+    assert response.status_code == 400
+    assert "FSx for Lustre comes in 1,200 GiB, 2,400 GiB or a multiple of 2,400 GiB" in response.text
+    assert not Cluster.objects.exists()
+
+
 def test_form_cannot_pick_another_orgs_allocation(member_client, org, allocation, other_allocation):
     response = post_form(member_client, org, other_allocation)
     assert response.status_code == 400
