@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from django import forms
+from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
+from portal.cloud import parallelcluster
 from tenants.models import Allocation
 from workloads.models import Cluster, Workload, validate_lustre_capacity
 
@@ -63,3 +65,10 @@ class ClusterForm(forms.Form):
         # Only the org's own active allocations and workloads can be chosen at all.
         self.fields["allocation"].queryset = allocations
         self.fields["workload"].queryset = workloads
+        if not parallelcluster.is_installed():
+            self.fields["kind"].choices = [
+                (kind, format_lazy("{} ({})", label, _("not installed on this portal")))
+                if kind == Cluster.Kind.PARALLELCLUSTER
+                else (kind, label)
+                for kind, label in Cluster.Kind.choices
+            ]

@@ -19,10 +19,10 @@ from django.db import transaction
 from django.db.models import Max, Q, Sum
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_noop
+from django.utils.translation import gettext_lazy, gettext_noop
 
 from portal import cloud
-from portal.cloud import CloudStatus, ClusterDescription, NodeInfo
+from portal.cloud import CloudStatus, ClusterDescription, NodeInfo, parallelcluster
 from tenants.models import Allocation, Organization
 from workloads.models import (
     Cluster,
@@ -225,6 +225,12 @@ def check_allocation(
 # --- Create, retry, delete (called from pages and the API) ------------------------------------
 
 
+PARALLELCLUSTER_MISSING = gettext_lazy(
+    "ParallelCluster is not available on this portal (its optional library is not installed): choose HyperPod, "
+    "or ask the program team."
+)
+
+
 @transaction.atomic
 def create_cluster(
     *,
@@ -262,6 +268,8 @@ def create_cluster(
                 "ask the program team."
             )
         )
+    if kind == Cluster.Kind.PARALLELCLUSTER and not parallelcluster.is_installed():
+        raise ValidationError({"kind": PARALLELCLUSTER_MISSING})
     if kind == Cluster.Kind.HYPERPOD_EKS and not settings_row.eks_cluster_arn:
         raise ValidationError({"kind": _("HyperPod on EKS needs your organization's EKS cluster ARN in its settings.")})
     if storage == Cluster.Storage.FSX_EXISTING and not fsx_file_system_id.startswith("fs-"):

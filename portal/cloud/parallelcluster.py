@@ -9,6 +9,7 @@ says clearly that validation and creation need the extra.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import threading
@@ -160,6 +161,11 @@ def render_config(spec: ClusterSpec) -> dict:
 
 # The library reads process-wide state (boto3's default session, AWS_DEFAULT_REGION): one call at a time.
 _library_lock = threading.Lock()
+
+
+def is_installed() -> bool:
+    """Whether this installation can create ParallelCluster clusters (the optional library is present)."""
+    return importlib.util.find_spec("pcluster") is not None
 
 
 def load_library() -> ModuleType:

@@ -255,3 +255,21 @@ def test_create_form_is_prefilled_from_a_workload(member_client, org, allocation
     assert initial["workload"] == workload.pk
     assert initial["kind"] == Cluster.Kind.PARALLELCLUSTER
     assert initial["storage"] == Cluster.Storage.FSX_LUSTRE_NEW
+
+
+def test_without_its_library_parallelcluster_is_marked_and_refused(member_client, org, allocation, monkeypatch):
+    monkeypatch.setattr("portal.cloud.parallelcluster.is_installed", lambda: False)
+    page = member_client.get(f"/orgs/{org.slug}/clusters/new/?allocation={allocation.pk}").text
+    assert "ParallelCluster (Slurm) (not installed on this portal)" in page
+    response = post_form(member_client, org, allocation, kind="parallelcluster")
+    assert response.status_code == 400
+    assert "ParallelCluster is not available on this portal" in response.text
+    assert not Cluster.objects.exists()
+
+
+def test_with_its_library_parallelcluster_is_offered_plainly(member_client, org, allocation, monkeypatch):
+    monkeypatch.setattr("portal.cloud.parallelcluster.is_installed", lambda: True)
+    page = member_client.get(f"/orgs/{org.slug}/clusters/new/?allocation={allocation.pk}").text
+    assert ">ParallelCluster (Slurm)</option>" in page
+    response = post_form(member_client, org, allocation, kind="parallelcluster")
+    assert response.status_code == 302 and Cluster.objects.get().kind == "parallelcluster"
