@@ -425,6 +425,11 @@ class Allocation(models.Model):
     def instance_hours(self) -> int:
         return self.instance_count * self.days * 24
 
+    @property
+    def can_extend(self) -> bool:
+        """An extension starts the day after; there is none once the allocation runs to the pool's last day."""
+        return self.ends_on < self.pool.ends_on
+
 
 ACTION_LABELS = {
     "request.created": _("created the request"),

@@ -320,3 +320,12 @@ def test_deciding_an_already_decided_request_shows_the_outcome(manager_client, p
         reverse("capacity-decide", args=[request.pk]), {f"r{request.pk}-decision": "approve"}, HTTP_HX_REQUEST="true"
     )
     assert "Approved" in response.text and "<form" not in response.text
+
+
+def test_extend_is_offered_only_while_the_pool_has_days_after_the_allocation(member_client, org, pool):
+    to_the_end = AllocationFactory(organization=org, pool=pool, starts_on=pool.starts_on, ends_on=pool.ends_on)
+    shorter = AllocationFactory(organization=org, pool=pool, starts_on=pool.starts_on, ends_on=date(2027, 1, 31))
+    page = member_client.get(reverse("capacity", args=[org.slug])).text
+    assert f"allocation={shorter.pk}&amp;kind=extension" in page
+    assert f"allocation={to_the_end.pk}&amp;kind=extension" not in page
+    assert f"allocation={to_the_end.pk}&amp;kind=enlargement" in page
