@@ -153,6 +153,49 @@ def active_allocations(organization: Organization, today=None):
     )
 
 
+def _allowed(allocations: Iterable[Allocation], region: str) -> dict[str, int]:
+    allowed: dict[str, int] = defaultdict(int)
+    for a in allocations:
+        if a.pool.region == region:
+            allowed[a.pool.instance_type.api_name] += a.instance_count
+    return allowed
+
+
+def _in_use(organization: Organization, region: str, *, exclude_cluster_id: int | None = None) -> dict[str, int]:
+    """Worker instances per type that the org's live clusters in `region` hold."""
+    rows = (
+        ClusterInstanceGroup.objects.for_org(organization)
+        .filter(cluster__status__in=Cluster.LIVE, cluster__region=region, role=ClusterInstanceGroup.Role.WORKER)
+        .exclude(cluster_id=exclude_cluster_id)
+        .values("instance_type")
+        .annotate(total=Sum("instance_count"))
+    )
+    return {row["instance_type"]: row["total"] for row in rows}
+
+
+@dataclass(frozen=True)
+class Headroom:
+    instance_type: str
+    region: str
+    allowed: int  # by the org's active allocations
+    held: int  # by its live clusters
+
+    @property
+    def free(self) -> int:
+        return max(self.allowed - self.held, 0)
+
+
+def headroom(organization: Organization, allocations: Iterable[Allocation]) -> list[Headroom]:
+    """Per instance type and region of the org's active `allocations`: what its clusters may still take."""
+    allocations = list(allocations)
+    rows = []
+    for region in sorted({a.pool.region for a in allocations}):
+        in_use = _in_use(organization, region)
+        for instance_type, allowed in sorted(_allowed(allocations, region).items()):
+            rows.append(Headroom(instance_type, region, allowed, in_use.get(instance_type, 0)))
+    return rows
+
+
 def check_allocation(
     *,
     organization: Organization,
@@ -180,18 +223,8 @@ def check_allocation(
                 % {"region": allocation.pool.region}
             }
         )
-    allowed: dict[str, int] = defaultdict(int)
-    for a in allocations:
-        if a.pool.region == region:
-            allowed[a.pool.instance_type.api_name] += a.instance_count
-    in_use_rows = (
-        ClusterInstanceGroup.objects.for_org(organization)
-        .filter(cluster__status__in=Cluster.LIVE, cluster__region=region, role=ClusterInstanceGroup.Role.WORKER)
-        .exclude(cluster_id=exclude_cluster_id)
-        .values("instance_type")
-        .annotate(total=Sum("instance_count"))
-    )
-    in_use = {row["instance_type"]: row["total"] for row in in_use_rows}
+    allowed = _allowed(allocations, region)
+    in_use = _in_use(organization, region, exclude_cluster_id=exclude_cluster_id)
     requested: dict[str, int] = defaultdict(int)
     for group in groups:
         requested[group.instance_type] += group.count

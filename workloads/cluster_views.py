@@ -120,11 +120,12 @@ def cluster_create(request, org_slug: str):
     org = access.organization
     allocations = cluster_services.active_allocations(org).select_related("pool__instance_type").order_by("pk")
     workloads = Workload.objects.for_org(org).order_by("name")
+    headroom = cluster_services.headroom(org, allocations)
     form = ClusterForm(
         request.POST or None,
         allocations=allocations,
         workloads=workloads,
-        initial=_initial(request, org, allocations, workloads),
+        initial=_initial(request, allocations, workloads, headroom),
     )
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -155,13 +156,14 @@ def cluster_create(request, org_slug: str):
     return render(
         request,
         "workloads/clusters/cluster_form.html",
-        {"org": org, "form": form, "has_settings": has_settings, "allocations": allocations},
+        {"org": org, "form": form, "has_settings": has_settings, "allocations": allocations, "headroom": headroom},
         status=400 if form.errors else 200,
     )
 
 
-def _initial(request, org, allocations, workloads) -> dict:
-    """Pre-fill from ?allocation= and ?workload=: the allocation's free instances, the workload's kind."""
+def _initial(request, allocations, workloads, headroom) -> dict:
+    """Pre-fill from ?allocation= and ?workload=: the instances the org's clusters may still take of the
+    allocation's type (at least one, so the form shows the limit if there are none), the workload's kind."""
     initial: dict = {"storage": Cluster.Storage.NONE}
     allocation = None
     if (allocation_id := request.GET.get("allocation", "")).isdigit():
@@ -170,8 +172,10 @@ def _initial(request, org, allocations, workloads) -> dict:
         allocation = allocations.first()
     if allocation is not None:
         initial["allocation"] = allocation.pk
-        initial["instance_count"] = allocation.instance_count
-        initial["name"] = f"{allocation.pool.instance_type.api_name.split('.')[0]}-training"
+        instance_type, region = allocation.pool.instance_type.api_name, allocation.pool.region
+        free = sum(h.free for h in headroom if (h.instance_type, h.region) == (instance_type, region))
+        initial["instance_count"] = max(free, 1)
+        initial["name"] = f"{instance_type.split('.')[0]}-training"
     if (workload_id := request.GET.get("workload", "")).isdigit() and (
         workload := workloads.filter(pk=workload_id).first()
     ):

@@ -122,6 +122,15 @@ def test_create_form_is_prefilled_from_the_allocation(member_client, org, alloca
     assert form.initial["name"] == "p5-training"
 
 
+def test_create_form_offers_what_other_clusters_leave_free(member_client, org, allocation):
+    ClusterFactory(organization=org, allocation=allocation, workers=5)  # in service: 5 of the allocation's 8
+    ClusterFactory(organization=org, allocation=allocation, workers=4, status=Cluster.Status.DELETED)
+    page = member_client.get(f"/orgs/{org.slug}/clusters/new/?allocation={allocation.pk}")
+    assert page.context["form"].initial["instance_count"] == 3
+    row = page.text[page.text.index('id="headroom"') :]
+    assert '<td class="num">8</td><td class="num">5</td><td class="num">3</td>' in row
+
+
 def post_form(client, org, allocation, **overrides):
     data = {
         "allocation": allocation.pk,
