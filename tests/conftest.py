@@ -80,6 +80,11 @@ def manager_client(manager):
 
 
 @pytest.fixture
+def support_client(support):
+    return _client_for(Client(), support)
+
+
+@pytest.fixture
 def api_client():
     return APIClient()
 

@@ -329,3 +329,12 @@ def test_extend_is_offered_only_while_the_pool_has_days_after_the_allocation(mem
     assert f"allocation={shorter.pk}&amp;kind=extension" in page
     assert f"allocation={to_the_end.pk}&amp;kind=extension" not in page
     assert f"allocation={to_the_end.pk}&amp;kind=enlargement" in page
+
+
+@pytest.mark.parametrize("role", ["manager_client", "support_client"])
+def test_staff_are_not_offered_a_request_form_they_cannot_submit(request, role, org, pool):
+    client = request.getfixturevalue(role)
+    assert "Request capacity</a>" not in client.get(reverse("capacity", args=[org.slug])).text
+    assert client.get(reverse("capacity-request-new", args=[org.slug])).status_code == 403
+    assert client.post(reverse("capacity-request-new", args=[org.slug]), {**FORM, "submit": "1"}).status_code == 403
+    assert not CapacityRequest.objects.exists()
