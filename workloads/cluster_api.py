@@ -17,6 +17,7 @@ from tenants.api import TenantScopedViewSet, organization_for_create
 from workloads import cluster_services
 from workloads.cluster_serializers import ClusterCreateSerializer, ClusterNodeSerializer, ClusterSerializer
 from workloads.cluster_views import can_operate
+from workloads.filters import ClusterFilter
 from workloads.models import Cluster, ClusterInstanceGroup, ClusterNode, Workload
 
 
@@ -40,7 +41,7 @@ def _operator_access(user, organization):
 class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin, TenantScopedViewSet):
     model = Cluster
     serializer_class = ClusterSerializer
-    filterset_fields = ["status", "kind", "region"]
+    filterset_class = ClusterFilter
     ordering_fields = ["created_at", "name", "status"]
 
     def scope_queryset(self, queryset):

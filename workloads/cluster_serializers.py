@@ -83,6 +83,8 @@ class ClusterCreateSerializer(serializers.Serializer):
     def validate(self, attrs):
         if not attrs.get("instance_count") and not attrs.get("groups"):
             raise serializers.ValidationError({"instance_count": "Give instance_count or groups."})
+        if attrs.get("instance_count") and attrs.get("groups"):
+            raise serializers.ValidationError({"groups": "Give instance_count or groups, not both."})
         return attrs
 
 

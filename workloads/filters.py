@@ -8,7 +8,7 @@ from django_filters import rest_framework as filters
 
 from tenants.access import visible_organizations
 from tenants.models import Organization
-from workloads.models import ActionItem, SupportCase, Workload
+from workloads.models import ActionItem, Cluster, SupportCase, Workload
 from workloads.review import parse_iso_week
 
 
@@ -44,6 +44,14 @@ class WorkloadFilter(filters.FilterSet):
 
     def search(self, queryset, name, value):
         return queryset.filter(Q(name__icontains=value) | Q(model_name__icontains=value))
+
+
+class ClusterFilter(filters.FilterSet):
+    organization = filters.ModelChoiceFilter(field_name="organization", to_field_name="slug", queryset=_organizations)
+
+    class Meta:
+        model = Cluster
+        fields = ["organization", "status", "kind", "region", "allocation"]
 
 
 class SupportCaseFilter(filters.FilterSet):

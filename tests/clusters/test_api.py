@@ -78,6 +78,21 @@ def test_staff_list_every_org(api_client, manager, org, other_org):
     ClusterFactory(organization=other_org)
     api_client.force_authenticate(manager)
     assert api_client.get("/api/v1/clusters/").json()["count"] == 2
+    one = api_client.get("/api/v1/clusters/", {"organization": other_org.slug}).json()
+    assert [c["organization"] for c in one["results"]] == [other_org.slug]
+
+
+def test_a_tenant_cannot_filter_by_another_org(member_api, org, other_org):
+    ClusterFactory(organization=other_org)
+    response = member_api.get("/api/v1/clusters/", {"organization": other_org.slug})
+    assert response.status_code == 400 and "organization" in response.json()
+
+
+def test_instance_count_and_groups_together_are_refused(member_api, allocation):
+    body = payload(allocation, groups=[{"instance_type": "p5.48xlarge", "count": 2}])
+    response = member_api.post("/api/v1/clusters/", body, format="json")
+    assert response.status_code == 400 and "not both" in response.json()["groups"][0]
+    assert not Cluster.objects.exists()
 
 
 def test_delete_answers_202_and_the_cluster_is_deleting(member_api, org):
