@@ -217,6 +217,13 @@ class CapacityRequestSerializer(serializers.ModelSerializer):
 
     def validate(self, attrs):
         errors = {}
+        # Status is read-only here; a client that tries to set it is told how, not silently ignored.
+        sent_status = self.initial_data.get("status") if hasattr(self.initial_data, "get") else None
+        current = self.instance.status if self.instance is not None else CapacityRequest.Status.DRAFT
+        if sent_status is not None and sent_status != current:
+            errors["status"] = _(
+                "The status changes through the submit and withdraw actions, or a program manager's decision."
+            )
         if self.instance is not None:  # an edit rewrites the plan; whose request it is and what it changes stay
             for field in ("organization", "base_allocation"):
                 if field in attrs and attrs[field] != getattr(self.instance, field):

@@ -193,6 +193,9 @@ def test_api_edit_bad_input_is_400_with_field_messages(member_api, draft, other_
     assert response.status_code == 400 and "ends_on" in response.json()
     response = member_api.patch(url, {"organization": other_org.slug}, format="json")
     assert response.status_code == 400 and "organization" in response.json()
+    response = member_api.patch(url, {"status": "submitted", "instance_count": 9}, format="json")
+    assert response.status_code == 400 and "submit and withdraw actions" in response.json()["status"][0]
+    assert member_api.patch(url, {"status": "draft", "instance_count": 8}, format="json").status_code == 200
     draft.refresh_from_db()
     assert (draft.instance_count, draft.ends_on) == (8, date(2027, 1, 31))
 
