@@ -13,6 +13,8 @@ def log_in(page, live_server, username: str) -> None:
 
 def test_tenant_sees_its_org_and_not_another(page, live_server, screenshot):
     call_command("load_demo", "--start", "2026-10-01")
+    failed = []  # every asset the pages load (styles, scripts, htmx, the icon) must be found
+    page.on("response", lambda r: failed.append(r.url) if r.status >= 400 and "/orgs/" not in r.url else None)
     log_in(page, live_server, "tenant1")
 
     page.wait_for_url(f"{live_server.url}/orgs/sakura-lab/")
@@ -26,6 +28,7 @@ def test_tenant_sees_its_org_and_not_another(page, live_server, screenshot):
     assert page.get_by_role("heading", level=1).inner_text() == "Not found"
     assert "Kitsune AI" not in page.content()
     screenshot("tenant1-other-org-404")
+    assert failed == []
 
     api = page.goto(f"{live_server.url}/api/v1/organizations/kitsune-ai/?format=json")
     assert api.status == 404

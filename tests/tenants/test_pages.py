@@ -104,3 +104,15 @@ def test_program_overview_queries_do_not_grow_with_orgs(manager_client):
     for _ in range(30):
         MembershipFactory(organization=OrganizationFactory(lead_engineer=UserFactory()))
     assert count_queries() == few
+
+
+def test_every_static_file_a_page_links_is_in_static(client):
+    import re
+
+    from django.conf import settings
+    from django.contrib.staticfiles import finders
+
+    page = client.get(reverse("login")).text
+    linked = re.findall(rf'(?:href|src)="{settings.STATIC_URL}([^"]+)"', page)
+    assert any(path.endswith("favicon.svg") for path in linked)  # browsers stop asking for /favicon.ico
+    assert [path for path in linked if not finders.find(path)] == []
