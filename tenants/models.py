@@ -10,6 +10,7 @@ from django.core.exceptions import FieldDoesNotExist
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import F, Q
+from django.utils.formats import number_format
 from django.utils.text import capfirst
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
@@ -431,6 +432,15 @@ class Allocation(models.Model):
         return self.ends_on < self.pool.ends_on
 
 
+def _in_words(field, value):
+    """A stored value as a person reads it: a choice's label, a count with thousands separators."""
+    if field.choices:
+        return dict(field.flatchoices).get(value, value)
+    if isinstance(field, models.IntegerField) and isinstance(value, int):
+        return number_format(value, force_grouping=True)
+    return value
+
+
 ACTION_LABELS = {
     "request.created": _("created the request"),
     "request.edited": _("edited the draft"),
@@ -496,6 +506,5 @@ class AuditEvent(models.Model):
             if field is None:
                 rows.append((name, before, after))
                 continue
-            choices = dict(field.flatchoices) if field.choices else {}
-            rows.append((capfirst(field.verbose_name), choices.get(before, before), choices.get(after, after)))
+            rows.append((capfirst(field.verbose_name), _in_words(field, before), _in_words(field, after)))
         return rows

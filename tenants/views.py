@@ -137,6 +137,11 @@ def capacity(request, org_slug: str):
     return render(request, template, context)
 
 
+ESTIMATE_FIELDS = {
+    "instance_type", "region", "instance_count", "starts_on", "ends_on", "parameters_b", "tokens_b", "expected_mfu",
+}  # fmt: skip
+
+
 def _estimate_context(form, *, instance_type=None, region=None) -> dict:
     """The live estimate for whatever the form holds so far; tolerant of a half-filled form."""
     data = form.cleaned_data if form.is_bound and hasattr(form, "cleaned_data") else {}
@@ -144,9 +149,13 @@ def _estimate_context(form, *, instance_type=None, region=None) -> dict:
     region = region or data.get("region")
     needed = ("instance_count", "starts_on", "ends_on")
     if not (form.parameter_count and instance_type and region and all(data.get(k) for k in needed)):
-        return {"estimate": None}
-    if data["ends_on"] < data["starts_on"]:
-        return {"estimate": None}
+        # Say what stands in the way: as the tenant types, this panel is the only part of the page that updates.
+        problems = [
+            f"{form.fields[name].label}: {errors[0]}"
+            for name, errors in form.errors.items()
+            if name in form.fields and name in ESTIMATE_FIELDS
+        ]
+        return {"estimate": None, "estimate_problems": problems}
     result = services.estimate_for(
         instance_type=instance_type,
         region=region,

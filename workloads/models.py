@@ -8,6 +8,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
+from django.utils.formats import number_format
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
@@ -216,8 +217,10 @@ class WorkloadChange(models.Model):
     def _display(self, value: str) -> str:
         if not self.field or value == "":
             return value
-        choices = dict(Workload._meta.get_field(self.field).flatchoices)
-        return str(choices.get(value, value))
+        field = Workload._meta.get_field(self.field)
+        if isinstance(field, models.IntegerField) and value.isdigit():
+            return number_format(int(value), force_grouping=True)  # 70,000,000,000 parameters, not 70000000000
+        return str(dict(field.flatchoices).get(value, value))
 
     @property
     def old_display(self) -> str:

@@ -139,14 +139,15 @@ def test_saving_the_edit_form(member_client, draft, org):
     url = reverse("capacity-request-edit", args=[org.slug, draft.pk])
     form = {
         "instance_type": "p5.48xlarge", "region": "us-east-1", "instance_count": "12", "starts_on": "2027-01-01",
-        "ends_on": "2027-01-31", "justification": "Pre-training a 7B model.", "parameters_b": "7",
+        "ends_on": "2027-01-31", "justification": "Pre-training a 7B model.", "parameters_b": "8",
         "expected_mfu": "0.40", "draft": "1",
     }  # fmt: skip
     response = member_client.post(url, form)
     assert response.status_code == 302
     draft.refresh_from_db()
     assert (draft.instance_count, draft.status) == (12, Status.DRAFT)
-    assert "Instances: 8 → 12" in member_client.get(response.url).text  # the history, in the model's words
+    history = member_client.get(response.url).text  # in the model's words, counts grouped
+    assert "Instances: 8 → 12" in history and "Parameters: 7,000,000,000 → 8,000,000,000" in history
 
     response = member_client.post(url, form | {"instance_count": "0"})
     assert response.status_code == 200

@@ -1,3 +1,4 @@
+import re
 from datetime import date
 
 import pytest
@@ -120,6 +121,7 @@ def test_live_estimate_flags_a_plan_that_does_not_fit(member_client, org, pool):
         {**FORM, "parameters_b": "70", "tokens_b": "15000", "instance_count": "4"},
     )
     assert "Does not fit" in response.text
+    assert re.search(r"<dd>\d,\d{3}\.\d / 59</dd>", response.text)  # thousands of days, grouped
 
 
 def test_request_detail_submit_and_withdraw(member_client, org, pool):
@@ -338,3 +340,10 @@ def test_staff_are_not_offered_a_request_form_they_cannot_submit(request, role, 
     assert client.get(reverse("capacity-request-new", args=[org.slug])).status_code == 403
     assert client.post(reverse("capacity-request-new", args=[org.slug]), {**FORM, "submit": "1"}).status_code == 403
     assert not CapacityRequest.objects.exists()
+
+
+def test_live_estimate_says_why_it_cannot_estimate(member_client, org, pool):
+    response = member_client.post(
+        reverse("capacity-estimate", args=[org.slug]), {**FORM, "ends_on": "2026-12-01"}, HTTP_HX_REQUEST="true"
+    )
+    assert "Last day: The last day must not be before the first day." in response.text

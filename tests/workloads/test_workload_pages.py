@@ -284,3 +284,9 @@ def test_sizes_beyond_any_model_get_field_errors_in_the_form(member_client, org)
     assert "Ensure this value is less than or equal to 100000." in response.text  # billions, as typed
     assert "Ensure this value is less than or equal to 65536." in response.text
     assert not Workload.objects.exists()
+
+
+def test_history_groups_the_digits_of_counts(member_client, member, workload):
+    services.update_workload(user=member, workload=workload, data={"parameter_count": 70_000_000_000})
+    text = member_client.get(reverse("workloads:workload-detail", args=[workload.pk])).text
+    assert "70,000,000,000" in text and "70000000000" not in text

@@ -46,6 +46,7 @@ def test_history_records_each_changed_field_with_who_when_from_and_to(workload, 
         "running",
     )
     assert (status.old_display, status.new_display) == ("Planned", "Running")
+    assert (changes["data_parallel"].old_display, changes["data_parallel"].new_display) == ("64", "128")
     assert (changes["data_parallel"].old_value, changes["data_parallel"].new_value) == ("64", "128")
     assert changes["allocation"].old_value == ""
     assert "8 × p5.48xlarge" in changes["allocation"].new_value
