@@ -10,6 +10,7 @@ from django.core.exceptions import FieldDoesNotExist
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import F, Q
+from django.urls import reverse
 from django.utils.formats import number_format
 from django.utils.text import capfirst
 from django.utils.translation import gettext_lazy as _
@@ -492,6 +493,24 @@ class AuditEvent(models.Model):
     @property
     def action_label(self) -> str:
         return str(ACTION_LABELS.get(self.action, self.action))
+
+    @property
+    def target_label(self) -> str:
+        """ "Capacity request #14", in the reader's language; a type the app no longer has keeps its name."""
+        try:
+            name = capfirst(apps.get_model("tenants", self.target_type)._meta.verbose_name)
+        except LookupError:
+            name = self.target_type
+        return f"{name} #{self.target_id}"
+
+    @property
+    def target_url(self) -> str:
+        """Where the object is seen: a request's own page; an allocation on its organization's capacity page."""
+        if self.target_type == "capacityrequest":
+            return reverse("capacity-request", args=[self.organization.slug, self.target_id])
+        if self.target_type == "allocation":
+            return reverse("capacity", args=[self.organization.slug]) + f"#allocation-{self.target_id}"
+        return ""
 
     @property
     def change_rows(self) -> list[tuple[str, object, object]]:
