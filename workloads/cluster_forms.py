@@ -8,7 +8,7 @@ from django.utils.translation import gettext_lazy as _
 
 from portal.cloud import parallelcluster
 from tenants.models import Allocation
-from workloads.models import Cluster, Workload, validate_lustre_capacity
+from workloads.models import CLUSTER_NAME, Cluster, Workload, validate_lustre_capacity
 
 # A workload's planned cluster type suggests the kind of the cluster made from it.
 KIND_FOR_WORKLOAD = {
@@ -33,8 +33,8 @@ class ClusterForm(forms.Form):
     )
     name = forms.CharField(
         label=_("Cluster name"),
-        max_length=40,
-        validators=Cluster._meta.get_field("name").validators,
+        validators=[CLUSTER_NAME],  # its message covers the length too: one error, not two
+        widget=forms.TextInput(attrs={"maxlength": 40}),
         help_text=_("Lowercase letters, digits and hyphens."),
     )
     kind = forms.ChoiceField(label=_("Kind"), choices=Cluster.Kind.choices, initial=Cluster.Kind.HYPERPOD_SLURM)

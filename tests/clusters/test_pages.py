@@ -282,3 +282,10 @@ def test_with_its_library_parallelcluster_is_offered_plainly(member_client, org,
     assert ">ParallelCluster (Slurm)</option>" in page
     response = post_form(member_client, org, allocation, kind="parallelcluster")
     assert response.status_code == 302 and Cluster.objects.get().kind == "parallelcluster"
+
+
+def test_a_too_long_name_gets_one_error(member_client, org, allocation):
+    response = post_form(member_client, org, allocation, name="a" * 41)
+    assert response.status_code == 400
+    assert len(response.context["form"].errors["name"]) == 1
+    assert "at most 40 characters" in response.context["form"].errors["name"][0]
