@@ -1,10 +1,11 @@
 from decimal import Decimal
 
 from django import forms
+from django.utils.functional import lazy
 from django.utils.translation import gettext_lazy as _
 
 from tenants.estimate import MAX_INSTANCES, MAX_PARAMETERS, MAX_TOKENS
-from tenants.models import Allocation, CapacityRequest, Framework, InstanceType, Region
+from tenants.models import Allocation, CapacityPool, CapacityRequest, Framework, InstanceType, Region
 
 BILLION = Decimal(10**9)
 
@@ -18,12 +19,18 @@ class DateInput(forms.DateInput):
     input_type = "date"
 
 
+def _pools_offered() -> str:
+    pools = CapacityPool.objects.order_by("instance_type__api_name", "region")
+    offered = ", ".join(f"{t} ({r})" for t, r in pools.values_list("instance_type__api_name", "region").distinct())
+    return _("The program's pools: %(pools)s.") % {"pools": offered or "—"}
+
+
 class CapacityRequestForm(forms.Form):
     """What a tenant asks for. Sizes are entered in billions, as people talk about them."""
 
     instance_type = forms.ModelChoiceField(
         label=_("Instance type"),
-        queryset=InstanceType.objects.filter(prices__isnull=False).distinct().order_by("api_name"),
+        queryset=InstanceType.objects.filter(pools__isnull=False).distinct().order_by("api_name"),
         to_field_name="api_name",
         empty_label=None,
     )
@@ -63,6 +70,10 @@ class CapacityRequestForm(forms.Form):
         max_digits=4,
         help_text=_("A fraction: 0.40 is typical for large dense models on H100."),
     )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["region"].help_text = lazy(_pools_offered, str)()  # read only if the field is shown
 
     def clean(self):
         data = super().clean()

@@ -135,7 +135,7 @@ def test_the_edit_form_is_prefilled_with_the_draft_and_its_estimate(member_clien
     assert "Accelerator-hours" in page  # the estimate panel is filled before anyone types
 
 
-def test_saving_the_edit_form(member_client, draft, org):
+def test_saving_the_edit_form(member_client, draft, org, pool):
     url = reverse("capacity-request-edit", args=[org.slug, draft.pk])
     form = {
         "instance_type": "p5.48xlarge", "region": "us-east-1", "instance_count": "12", "starts_on": "2027-01-01",
@@ -152,6 +152,7 @@ def test_saving_the_edit_form(member_client, draft, org):
     response = member_client.post(url, form | {"instance_count": "0"})
     assert response.status_code == 200
     assert "Ensure this value is greater than or equal to 1." in response.text
+    CapacityPoolFactory(program=pool.program, instance_type=instance_type("trn1.32xlarge"), total_instances=24)
     response = member_client.post(url, form | {"region": "ap-northeast-1", "instance_type": "trn1.32xlarge"})
     assert "trn1.32xlarge is not offered in ap-northeast-1." in response.text
     draft.refresh_from_db()

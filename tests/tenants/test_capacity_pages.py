@@ -14,6 +14,7 @@ from tests.factories import (
     CapacityRequestFactory,
     OrganizationFactory,
     ProgramFactory,
+    instance_type,
 )
 
 pytestmark = pytest.mark.django_db
@@ -92,6 +93,7 @@ def test_saving_a_draft(member_client, org, pool):
     ],
 )
 def test_bad_form_input_is_shown_and_nothing_saved(member_client, org, pool, change, message):
+    CapacityPoolFactory(program=pool.program, instance_type=instance_type("trn1.32xlarge"), total_instances=24)
     response = member_client.post(reverse("capacity-request-new", args=[org.slug]), {**FORM, **change, "submit": "1"})
     assert response.status_code == 200
     assert message in response.text
@@ -350,3 +352,9 @@ def test_live_estimate_says_why_it_cannot_estimate(member_client, org, pool):
         reverse("capacity-estimate", args=[org.slug]), {**FORM, "ends_on": "2026-12-01"}, HTTP_HX_REQUEST="true"
     )
     assert "Last day: The last day must not be before the first day." in response.text
+
+
+def test_the_form_offers_only_instance_types_the_program_has_pools_of(member_client, org, pool):
+    page = member_client.get(reverse("capacity-request-new", args=[org.slug])).text
+    assert '<option value="p5.48xlarge"' in page and '<option value="p5en.48xlarge"' not in page
+    assert "The program&#x27;s pools: p5.48xlarge (us-east-1)." in page
