@@ -163,18 +163,20 @@ class CapacityRequestViewSet(
         capacity_request = services.create_request(
             user=request.user,
             organization=organization_for_create(request.user, data.get("organization")),
-            instance_type=base.pool.instance_type if base else data["instance_type"],
-            region=base.pool.region if base else data["region"],
-            instance_count=data["instance_count"],
-            starts_on=data["starts_on"],
-            ends_on=data["ends_on"],
-            justification=data["justification"],
-            parameter_count=data.get("parameter_count"),
-            training_tokens=data.get("training_tokens"),
-            framework=data.get("framework", ""),
-            expected_mfu=data.get("expected_mfu"),
+            plan=services.Plan(
+                instance_type=base.pool.instance_type if base else data["instance_type"],
+                region=base.pool.region if base else data["region"],
+                instance_count=data["instance_count"],
+                starts_on=data["starts_on"],
+                ends_on=data["ends_on"],
+                justification=data["justification"],
+                parameter_count=data.get("parameter_count"),
+                training_tokens=data.get("training_tokens"),
+                framework=data.get("framework", ""),
+                expected_mfu=data.get("expected_mfu"),
+                kind=data.get("kind", CapacityRequest.Kind.NEW),
+            ),
             base_allocation=base,
-            kind=data.get("kind", CapacityRequest.Kind.NEW),
             submit=data["submit"],
         )
         return Response(self._fresh(capacity_request), status=status.HTTP_201_CREATED)
@@ -193,7 +195,10 @@ class CapacityRequestViewSet(
         }
         plan |= {field: value for field, value in data.items() if field in plan}
         capacity_request = services.edit_draft(
-            user=request.user, capacity_request=capacity_request, submit=data.get("submit", False), **plan
+            user=request.user,
+            capacity_request=capacity_request,
+            plan=services.Plan(**plan),
+            submit=data.get("submit", False),
         )
         return Response(self._fresh(capacity_request))
 

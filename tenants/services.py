@@ -244,70 +244,31 @@ def _validate_window(*, starts_on: date, ends_on: date) -> None:
         raise ValidationError({"starts_on": _("The first day cannot be in the past.")})
 
 
-@transaction.atomic
-def create_request(
-    *,
-    user,
-    organization: Organization,
-    instance_type: InstanceType,
-    region: str,
-    instance_count: int,
-    starts_on: date,
-    ends_on: date,
-    justification: str,
-    parameter_count: int | None = None,
-    training_tokens: int | None = None,
-    framework: str = "",
-    expected_mfu: Decimal | None = None,
-    base_allocation: Allocation | None = None,
-    kind: str = CapacityRequest.Kind.NEW,
-    submit: bool = False,
-) -> CapacityRequest:
-    _require_member(user, organization)
-    pool = _checked_plan(
-        organization=organization,
-        instance_type=instance_type,
-        region=region,
-        instance_count=instance_count,
-        starts_on=starts_on,
-        ends_on=ends_on,
-        justification=justification,
-        parameter_count=parameter_count,
-        training_tokens=training_tokens,
-        expected_mfu=expected_mfu,
-        base_allocation=base_allocation,
-        kind=kind,
-    )
-    capacity_request = CapacityRequest.objects.create(
-        organization=organization,
-        kind=kind,
-        base_allocation=base_allocation,
-        pool=pool,
-        instance_count=instance_count,
-        starts_on=starts_on,
-        ends_on=ends_on,
-        justification=justification.strip(),
-        parameter_count=parameter_count,
-        training_tokens=training_tokens,
-        framework=framework,
-        expected_mfu=expected_mfu,
-        created_by=user,
-    )
-    record_audit(
-        actor=user,
-        organization=organization,
-        action="request.created",
-        target=capacity_request,
-        changes={
-            "instance_count": (None, instance_count),
-            "pool": (None, str(pool)),
-            "starts_on": (None, starts_on),
-            "ends_on": (None, ends_on),
-        },
-    )
-    if submit:
-        capacity_request = submit_request(user=user, capacity_request=capacity_request)
-    return capacity_request
+@dataclass(frozen=True)
+class Plan:
+    """What a tenant asks for, from the request form or the API; type and region resolve to a pool."""
+
+    instance_type: InstanceType
+    region: str
+    instance_count: int
+    starts_on: date
+    ends_on: date
+    justification: str
+    parameter_count: int | None = None
+    training_tokens: int | None = None
+    framework: str = ""
+    expected_mfu: Decimal | None = None
+    kind: str | None = None  # None: "new" for a new request, unchanged for an edited draft
+
+    def field_values(self, *, pool: CapacityPool, kind: str) -> dict:
+        """The request's PLAN_FIELDS as this plan sets them."""
+        return {
+            "kind": kind, "pool": pool, "instance_count": self.instance_count, "starts_on": self.starts_on,
+            "ends_on": self.ends_on, "justification": self.justification.strip(),
+            "parameter_count": self.parameter_count, "training_tokens": self.training_tokens,
+            "framework": self.framework,
+            "expected_mfu": None if self.expected_mfu is None else Decimal(self.expected_mfu),
+        }  # fmt: skip
 
 
 # The fields a tenant writes; a draft's edit may change any of them (type and region through `pool`).
@@ -318,23 +279,42 @@ PLAN_FIELDS = (
 
 
 @transaction.atomic
-def edit_draft(
+def create_request(
     *,
     user,
-    capacity_request: CapacityRequest,
-    instance_type: InstanceType,
-    region: str,
-    instance_count: int,
-    starts_on: date,
-    ends_on: date,
-    justification: str,
-    parameter_count: int | None = None,
-    training_tokens: int | None = None,
-    framework: str = "",
-    expected_mfu: Decimal | None = None,
-    kind: str | None = None,
+    organization: Organization,
+    plan: Plan,
+    base_allocation: Allocation | None = None,
     submit: bool = False,
 ) -> CapacityRequest:
+    _require_member(user, organization)
+    kind = plan.kind or CapacityRequest.Kind.NEW
+    pool = _checked_plan(organization=organization, plan=plan, base_allocation=base_allocation, kind=kind)
+    capacity_request = CapacityRequest.objects.create(
+        organization=organization,
+        base_allocation=base_allocation,
+        created_by=user,
+        **plan.field_values(pool=pool, kind=kind),
+    )
+    record_audit(
+        actor=user,
+        organization=organization,
+        action="request.created",
+        target=capacity_request,
+        changes={
+            "instance_count": (None, plan.instance_count),
+            "pool": (None, str(pool)),
+            "starts_on": (None, plan.starts_on),
+            "ends_on": (None, plan.ends_on),
+        },
+    )
+    if submit:
+        capacity_request = submit_request(user=user, capacity_request=capacity_request)
+    return capacity_request
+
+
+@transaction.atomic
+def edit_draft(*, user, capacity_request: CapacityRequest, plan: Plan, submit: bool = False) -> CapacityRequest:
     """Rewrite a draft's plan (the same checks as a new request), recording each changed field; optionally
     submit it in the same step. A submitted request is frozen: withdraw it and ask again."""
     _require_writer(user, capacity_request)
@@ -345,27 +325,9 @@ def edit_draft(
             % {"status": capacity_request.get_status_display().lower()}
         )
     base = capacity_request.base_allocation
-    kind = kind or capacity_request.kind
-    pool = _checked_plan(
-        organization=capacity_request.organization,
-        instance_type=base.pool.instance_type if base else instance_type,
-        region=base.pool.region if base else region,
-        instance_count=instance_count,
-        starts_on=starts_on,
-        ends_on=ends_on,
-        justification=justification,
-        parameter_count=parameter_count,
-        training_tokens=training_tokens,
-        expected_mfu=expected_mfu,
-        base_allocation=base,
-        kind=kind,
-    )
-    wanted = {
-        "kind": kind, "pool": pool, "instance_count": instance_count, "starts_on": starts_on, "ends_on": ends_on,
-        "justification": justification.strip(), "parameter_count": parameter_count,
-        "training_tokens": training_tokens, "framework": framework,
-        "expected_mfu": None if expected_mfu is None else Decimal(expected_mfu),
-    }  # fmt: skip
+    kind = plan.kind or capacity_request.kind
+    pool = _checked_plan(organization=capacity_request.organization, plan=plan, base_allocation=base, kind=kind)
+    wanted = plan.field_values(pool=pool, kind=kind)
     changes = {}
     for field in PLAN_FIELDS:
         before = getattr(capacity_request, field)
@@ -388,48 +350,39 @@ def edit_draft(
 
 
 def _checked_plan(
-    *,
-    organization: Organization,
-    instance_type: InstanceType,
-    region: str,
-    instance_count: int,
-    starts_on: date,
-    ends_on: date,
-    justification: str,
-    parameter_count: int | None,
-    training_tokens: int | None,
-    expected_mfu: Decimal | None,
-    base_allocation: Allocation | None,
-    kind: str,
+    *, organization: Organization, plan: Plan, base_allocation: Allocation | None, kind: str
 ) -> CapacityPool:
-    """Every rule a request's plan must meet, new or edited; returns the pool that would serve it."""
-    if instance_count is None or instance_count < 1:
+    """Every rule a request's plan must meet, new or edited; returns the pool that would serve it. A change
+    of an allocation takes its type and region from the allocation, whatever the plan says."""
+    if plan.instance_count is None or plan.instance_count < 1:
         raise ValidationError({"instance_count": _("Ask for at least one instance.")})
-    if not justification.strip():
+    if not plan.justification.strip():
         raise ValidationError({"justification": _("Say what the capacity is for.")})
+    starts_on, ends_on = plan.starts_on, plan.ends_on
     _validate_window(starts_on=starts_on, ends_on=ends_on)
+    instance_type, region = plan.instance_type, plan.region
     if base_allocation is not None:
         _check_change_of(base_allocation, organization=organization, kind=kind, starts_on=starts_on, ends_on=ends_on)
         instance_type, region = base_allocation.pool.instance_type, base_allocation.pool.region
     elif kind != CapacityRequest.Kind.NEW:
         raise ValidationError({"base_allocation": _("Choose the allocation to extend or enlarge.")})
     pool = find_pool(instance_type=instance_type, region=region, starts_on=starts_on, ends_on=ends_on)
-    if instance_count > pool.allocatable_instances:
+    if plan.instance_count > pool.allocatable_instances:
         raise ValidationError(
             {
                 "instance_count": _("The %(pool)s pool has %(n)s allocatable instances in all.")
                 % {"pool": pool, "n": pool.allocatable_instances}
             }
         )
-    if parameter_count is not None and not 0 < parameter_count <= MAX_PARAMETERS:
+    if plan.parameter_count is not None and not 0 < plan.parameter_count <= MAX_PARAMETERS:
         raise ValidationError(
             {"parameter_count": _("The parameter count must be between 1 and %(max)s.") % {"max": MAX_PARAMETERS}}
         )
-    if training_tokens is not None and not 0 < training_tokens <= MAX_TOKENS:
+    if plan.training_tokens is not None and not 0 < plan.training_tokens <= MAX_TOKENS:
         raise ValidationError(
             {"training_tokens": _("The token count must be between 1 and %(max)s.") % {"max": MAX_TOKENS}}
         )
-    if expected_mfu is not None and not Decimal("0") < Decimal(expected_mfu) <= Decimal("1"):
+    if plan.expected_mfu is not None and not Decimal("0") < Decimal(plan.expected_mfu) <= Decimal("1"):
         raise ValidationError({"expected_mfu": _("Model FLOPs utilization is a fraction between 0 and 1.")})
     return pool
 

@@ -199,8 +199,10 @@ def capacity_request_new(request, org_slug: str):
             "ends_on": base.ends_on + timedelta(days=30),
         }
 
-    def save(plan: dict, submit: bool) -> CapacityRequest:
-        return services.create_request(user=request.user, organization=org, base_allocation=base, submit=submit, **plan)
+    def save(plan: services.Plan, submit: bool) -> CapacityRequest:
+        return services.create_request(
+            user=request.user, organization=org, plan=plan, base_allocation=base, submit=submit
+        )
 
     return _request_form_page(request, access, base=base, initial=initial, kind=CapacityRequest.Kind.NEW, save=save)
 
@@ -226,8 +228,8 @@ def capacity_request_edit(request, org_slug: str, pk: int):
         )
         return redirect("capacity-request", org_slug=org.slug, pk=draft.pk)
 
-    def save(plan: dict, submit: bool) -> CapacityRequest:
-        return services.edit_draft(user=request.user, capacity_request=draft, submit=submit, **plan)
+    def save(plan: services.Plan, submit: bool) -> CapacityRequest:
+        return services.edit_draft(user=request.user, capacity_request=draft, plan=plan, submit=submit)
 
     return _request_form_page(
         request,
@@ -276,22 +278,22 @@ def _request_form_page(request, access, *, base, initial, kind, save, draft=None
 capacity_request_edit.tenant_model = CapacityRequest
 
 
-def _plan(form, base: Allocation | None, *, default_kind: str) -> dict:
-    """The service arguments a request form holds; an allocation change takes type and region from it."""
+def _plan(form, base: Allocation | None, *, default_kind: str) -> services.Plan:
+    """The plan a request form holds; an allocation change takes type and region from the allocation."""
     data = form.cleaned_data
-    return {
-        "instance_type": base.pool.instance_type if base else data["instance_type"],
-        "region": base.pool.region if base else data["region"],
-        "instance_count": data["instance_count"],
-        "starts_on": data["starts_on"],
-        "ends_on": data["ends_on"],
-        "justification": data["justification"],
-        "parameter_count": form.parameter_count,
-        "training_tokens": form.training_tokens,
-        "framework": data.get("framework", ""),
-        "expected_mfu": data.get("expected_mfu"),
-        "kind": data.get("kind") or default_kind,
-    }
+    return services.Plan(
+        instance_type=base.pool.instance_type if base else data["instance_type"],
+        region=base.pool.region if base else data["region"],
+        instance_count=data["instance_count"],
+        starts_on=data["starts_on"],
+        ends_on=data["ends_on"],
+        justification=data["justification"],
+        parameter_count=form.parameter_count,
+        training_tokens=form.training_tokens,
+        framework=data.get("framework", ""),
+        expected_mfu=data.get("expected_mfu"),
+        kind=data.get("kind") or default_kind,
+    )
 
 
 def _draft_initial(draft: CapacityRequest) -> dict:

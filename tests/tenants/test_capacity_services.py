@@ -156,12 +156,14 @@ def test_decision_emails_the_tenant_after_commit(
 # --- Tenant actions ----------------------------------------------------------------------------
 
 
-def create(user, org, **overrides):
-    args = dict(
-        user=user, organization=org, instance_type=instance_type("p5.48xlarge"), region="us-east-1",
-        instance_count=8, starts_on=d(1, 1), ends_on=d(1, 31), justification="7B pre-training",
+def create(user, org, submit=False, base_allocation=None, **overrides):
+    plan = dict(
+        instance_type=instance_type("p5.48xlarge"), region="us-east-1", instance_count=8, starts_on=d(1, 1),
+        ends_on=d(1, 31), justification="7B pre-training",
     ) | overrides  # fmt: skip
-    return services.create_request(**args)
+    return services.create_request(
+        user=user, organization=org, plan=services.Plan(**plan), base_allocation=base_allocation, submit=submit
+    )
 
 
 def test_tenant_creates_and_submits(pool, member, org):
