@@ -163,19 +163,7 @@ class CapacityRequestViewSet(
         capacity_request = services.create_request(
             user=request.user,
             organization=organization_for_create(request.user, data.get("organization")),
-            plan=services.Plan(
-                instance_type=base.pool.instance_type if base else data["instance_type"],
-                region=base.pool.region if base else data["region"],
-                instance_count=data["instance_count"],
-                starts_on=data["starts_on"],
-                ends_on=data["ends_on"],
-                justification=data["justification"],
-                parameter_count=data.get("parameter_count"),
-                training_tokens=data.get("training_tokens"),
-                framework=data.get("framework", ""),
-                expected_mfu=data.get("expected_mfu"),
-                kind=data.get("kind", CapacityRequest.Kind.NEW),
-            ),
+            plan=services.Plan.from_data(data, base=base),
             base_allocation=base,
             submit=data["submit"],
         )

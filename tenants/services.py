@@ -260,6 +260,23 @@ class Plan:
     expected_mfu: Decimal | None = None
     kind: str | None = None  # None: "new" for a new request, unchanged for an edited draft
 
+    @classmethod
+    def from_data(cls, data: dict, *, base: Allocation | None, default_kind: str | None = None) -> Plan:
+        """From a form's or serializer's validated data; a change of an allocation takes its type and region."""
+        return cls(
+            instance_type=base.pool.instance_type if base else data["instance_type"],
+            region=base.pool.region if base else data["region"],
+            instance_count=data["instance_count"],
+            starts_on=data["starts_on"],
+            ends_on=data["ends_on"],
+            justification=data["justification"],
+            parameter_count=data.get("parameter_count"),
+            training_tokens=data.get("training_tokens"),
+            framework=data.get("framework", ""),
+            expected_mfu=data.get("expected_mfu"),
+            kind=data.get("kind") or default_kind,
+        )
+
     def field_values(self, *, pool: CapacityPool, kind: str) -> dict:
         """The request's PLAN_FIELDS as this plan sets them."""
         return {

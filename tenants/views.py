@@ -279,21 +279,9 @@ capacity_request_edit.tenant_model = CapacityRequest
 
 
 def _plan(form, base: Allocation | None, *, default_kind: str) -> services.Plan:
-    """The plan a request form holds; an allocation change takes type and region from the allocation."""
-    data = form.cleaned_data
-    return services.Plan(
-        instance_type=base.pool.instance_type if base else data["instance_type"],
-        region=base.pool.region if base else data["region"],
-        instance_count=data["instance_count"],
-        starts_on=data["starts_on"],
-        ends_on=data["ends_on"],
-        justification=data["justification"],
-        parameter_count=form.parameter_count,
-        training_tokens=form.training_tokens,
-        framework=data.get("framework", ""),
-        expected_mfu=data.get("expected_mfu"),
-        kind=data.get("kind") or default_kind,
-    )
+    """The plan a request form holds (its sizes typed in billions, counted here in units)."""
+    sizes = {"parameter_count": form.parameter_count, "training_tokens": form.training_tokens}
+    return services.Plan.from_data(form.cleaned_data | sizes, base=base, default_kind=default_kind)
 
 
 def _draft_initial(draft: CapacityRequest) -> dict:
