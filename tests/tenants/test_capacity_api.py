@@ -1,31 +1,17 @@
 from datetime import date
 
 import pytest
-import time_machine
 from django.core import mail
 from rest_framework.test import APIClient
 
 from tenants.models import Allocation, CapacityRequest
 from tests.factories import (
     AllocationFactory,
-    CapacityPoolFactory,
     CapacityRequestFactory,
     MembershipFactory,
-    ProgramFactory,
 )
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def before_the_program():
-    with time_machine.travel(date(2026, 12, 1), tick=False):
-        yield
-
-
-@pytest.fixture
-def pool(db):
-    return CapacityPoolFactory(program=ProgramFactory(), total_instances=127)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("before_the_program")]
 
 
 @pytest.fixture

@@ -4,27 +4,15 @@ from datetime import date
 from decimal import Decimal
 
 import pytest
-import time_machine
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.urls import reverse
 
 from tenants import services
 from tenants.models import AuditEvent, CapacityRequest
-from tests.factories import CapacityPoolFactory, CapacityRequestFactory, ProgramFactory, instance_type
+from tests.factories import CapacityPoolFactory, CapacityRequestFactory, instance_type
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("before_the_program")]
 Status = CapacityRequest.Status
-
-
-@pytest.fixture(autouse=True)
-def before_the_program():
-    with time_machine.travel(date(2026, 12, 1), tick=False):
-        yield
-
-
-@pytest.fixture
-def pool(db):
-    return CapacityPoolFactory(program=ProgramFactory(), total_instances=127)
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@ import re
 from datetime import date
 
 import pytest
-import time_machine
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -17,13 +16,7 @@ from tests.factories import (
     instance_type,
 )
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def before_the_program():
-    with time_machine.travel(date(2026, 12, 1), tick=False):
-        yield
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("before_the_program")]
 
 
 @pytest.fixture

@@ -16,19 +16,8 @@ from tests.factories import (
     instance_type,
 )
 
+pytestmark = pytest.mark.usefixtures("before_the_program")
 Status = CapacityRequest.Status
-
-
-@pytest.fixture(autouse=True)
-def before_the_program():
-    # The demo program window is 2027-01-01 – 2027-07-01; "today" sits before it.
-    with time_machine.travel(date(2026, 12, 1), tick=False):
-        yield
-
-
-@pytest.fixture
-def pool(db):
-    return CapacityPoolFactory(program=ProgramFactory(), total_instances=127, spare_instances=0)
 
 
 def d(month: int, day: int) -> date:
