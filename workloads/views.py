@@ -212,8 +212,13 @@ def workload_print(request):
     filterset, workloads = _tracked_workloads(request)
     workloads = workloads.order_by("organization__name", "name", "pk")
     organizations = visible_organizations(request.user).select_related("lead_engineer").order_by("name")
-    if filterset.is_valid() and filterset.form.cleaned_data.get("organization"):
-        organizations = organizations.filter(pk=filterset.form.cleaned_data["organization"].pk)
+    if filterset.is_valid():
+        chosen = filterset.form.cleaned_data
+        if chosen.get("organization"):
+            organizations = organizations.filter(pk=chosen["organization"].pk)
+        if any(value for name, value in chosen.items() if name != "organization"):
+            # A search prints the organizations it found something in, not a blank page for every other one.
+            organizations = organizations.filter(pk__in=workloads.values("organization"))
     allocations = (
         Allocation.objects.visible_to(request.user)
         .exclude(status__in=[Allocation.Status.REVOKED, Allocation.Status.EXPIRED])

@@ -173,6 +173,14 @@ def test_the_tracking_document_has_one_page_per_org(manager_client, workload, ot
     assert f"#{allocation.pk}" in response.text
 
 
+def test_a_searched_tracking_document_prints_only_the_orgs_it_found(manager_client, workload, other_workload):
+    everything = manager_client.get(reverse("workloads:workload-print"), {"q": ""})
+    assert everything.text.count('class="print-page"') == 2  # an empty search is no search
+    found = manager_client.get(reverse("workloads:workload-print"), {"q": other_workload.name})
+    assert found.text.count('class="print-page"') == 1
+    assert other_workload.organization.name in found.text and workload.organization.name not in found.text
+
+
 def test_a_tenants_tracking_document_is_its_own_org_only(member_client, workload, other_workload):
     response = member_client.get(reverse("workloads:workload-print"))
     assert response.text.count('class="print-page"') == 1
