@@ -351,3 +351,13 @@ def test_the_form_offers_only_instance_types_the_program_has_pools_of(member_cli
     page = member_client.get(reverse("capacity-request-new", args=[org.slug])).text
     assert '<option value="p5.48xlarge"' in page and '<option value="p5en.48xlarge"' not in page
     assert "The program&#x27;s pools: p5.48xlarge (us-east-1)." in page
+
+
+def test_a_manager_can_open_the_cluster_form_from_an_active_allocation(manager_client, support_client, pool, org):
+    active = AllocationFactory(pool=pool, organization=org, status=Allocation.Status.ACTIVE)
+    AllocationFactory(pool=pool, organization=org)  # scheduled: no cluster yet
+    link = f"/orgs/{org.slug}/clusters/new/?allocation={active.pk}"
+    page = manager_client.get(reverse("allocations")).text
+    assert page.count("/clusters/new/") == 1 and link in page
+    assert "/clusters/new/" not in support_client.get(reverse("allocations")).text  # support engineers watch
+    assert manager_client.get(link).status_code == 200
