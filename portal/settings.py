@@ -188,6 +188,12 @@ STORAGES = {
 
 # --- Email ----------------------------------------------------------------------------------
 EMAIL_BACKEND = env("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+# For django.core.mail.backends.smtp.EmailBackend: the relay to send through.
+EMAIL_HOST = env("EMAIL_HOST", "localhost")
+EMAIL_PORT = int(env("EMAIL_PORT", "25"))
+EMAIL_HOST_USER = env("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
 DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "portal@fm-program.example")
 # Where people reach the portal: links in emails are built on it (a mail has no request to ask).
 PORTAL_URL = env("PORTAL_URL", "" if PRODUCTION else "http://127.0.0.1:8000").rstrip("/")

@@ -16,13 +16,10 @@ GOOD = {
 }
 
 
-def load_settings(env: dict[str, str]) -> subprocess.CompletedProcess:
+def load_settings(env: dict[str, str], show: str = "settings.DEBUG") -> subprocess.CompletedProcess:
+    """Start Django in a fresh process with only `env` and print `show`."""
     return subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import django; django.setup(); from django.conf import settings; print(settings.DEBUG)",
-        ],
+        [sys.executable, "-c", f"import django; django.setup(); from django.conf import settings; print({show})"],
         env={"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "portal.settings", **env},
         cwd=settings.BASE_DIR,
         capture_output=True,
@@ -86,3 +83,16 @@ def test_embedded_default_is_sqlite_wal_immediate():
         "Asia/Tokyo",
         "True",
     ]
+
+
+def test_an_smtp_relay_is_configured_from_the_environment():
+    smtp = {
+        "EMAIL_BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+        "EMAIL_HOST": "smtp.example.jp",
+        "EMAIL_PORT": "587",
+        "EMAIL_HOST_USER": "portal",
+        "EMAIL_HOST_PASSWORD": "s3cret",
+        "EMAIL_USE_TLS": "True",
+    }
+    read = load_settings(smtp, show=f"*(getattr(settings, name) for name in {list(smtp)})")
+    assert read.stdout.split() == [*smtp.values()], read.stderr
