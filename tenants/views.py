@@ -148,13 +148,14 @@ def _estimate_context(form, *, instance_type=None, region=None) -> dict:
     instance_type = instance_type or data.get("instance_type")
     region = region or data.get("region")
     needed = ("instance_count", "starts_on", "ends_on")
-    if not (form.parameter_count and instance_type and region and all(data.get(k) for k in needed)):
-        # Say what stands in the way: as the tenant types, this panel is the only part of the page that updates.
-        problems = [
-            f"{form.fields[name].label}: {errors[0]}"
-            for name, errors in form.errors.items()
-            if name in form.fields and name in ESTIMATE_FIELDS
-        ]
+    # Say what stands in the way: as the tenant types, this panel is the only part of the page that updates.
+    # Any invalid input blocks it (an out-of-range utilization must not be estimated at the default).
+    problems = [
+        f"{form.fields[name].label}: {errors[0]}"
+        for name, errors in form.errors.items()
+        if name in form.fields and name in ESTIMATE_FIELDS
+    ]
+    if problems or not (form.parameter_count and instance_type and region and all(data.get(k) for k in needed)):
         return {"estimate": None, "estimate_problems": problems}
     result = services.estimate_for(
         instance_type=instance_type,

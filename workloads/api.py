@@ -281,7 +281,9 @@ class ReviewMeetingViewSet(
                 "other_attendees": meeting.other_attendees,
                 "minutes": meeting.minutes,
             }
-        fields.update({name: data[name] for name in ("attendees", "other_attendees", "minutes") if name in data})
+        # Only what the request carries: a form-encoded body reads a missing list as [] in validated data.
+        sent = [name for name in ("attendees", "other_attendees", "minutes") if name in self.request.data]
+        fields.update({name: data.get(name, []) for name in sent})
         return services.save_review_meeting(user=self.request.user, week_start=week_start, **fields)
 
 

@@ -27,6 +27,8 @@ def parse_iso_week(value: str) -> date:
     year, _sep, week = value.partition("-W")
     if not (year.isdigit() and week.isdigit() and len(year) == 4 and len(week) == 2):
         raise ValueError(value)
+    if not 1970 <= int(year) <= 9998:  # dates around the week must exist too
+        raise ValueError(value)
     return date.fromisocalendar(int(year), int(week), 1)
 
 

@@ -226,8 +226,10 @@ class ActionItemSerializer(serializers.ModelSerializer):
         queryset=SupportCase.objects.all(), required=False, allow_null=True, help_text="Link an existing case."
     )
     new_case = serializers.DictField(
+        child=serializers.CharField(allow_blank=True),
         write_only=True,
         required=False,
+        allow_empty=False,
         help_text="Open a case for this item: {title, category, severity, description} in its organization.",
     )
     done_by = serializers.SlugRelatedField(slug_field="username", read_only=True)

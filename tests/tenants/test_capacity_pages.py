@@ -361,3 +361,11 @@ def test_a_manager_can_open_the_cluster_form_from_an_active_allocation(manager_c
     assert page.count("/clusters/new/") == 1 and link in page
     assert "/clusters/new/" not in support_client.get(reverse("allocations")).text  # support engineers watch
     assert manager_client.get(link).status_code == 200
+
+
+@pytest.mark.parametrize("mfu", ["0", "1.5", "-0.2"])
+def test_live_estimate_refuses_an_impossible_utilization(member_client, org, pool, mfu):
+    response = member_client.post(
+        reverse("capacity-estimate", args=[org.slug]), {**FORM, "expected_mfu": mfu}, HTTP_HX_REQUEST="true"
+    )
+    assert "Expected model FLOPs utilization:" in response.text and "Accelerator-hours" not in response.text

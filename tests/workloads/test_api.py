@@ -79,6 +79,15 @@ def test_bad_workload_input_is_400_with_the_field_and_writes_nothing(member_api,
     assert not Workload.objects.exists() and not WorkloadChange.objects.exists()
 
 
+@pytest.mark.parametrize("new_case", [{}, {"title": ["a"], "category": "other", "severity": "s4"}])
+def test_a_malformed_new_case_is_400(manager_api, manager, org, new_case):
+    meeting, _created = services.save_review_meeting(user=manager, week_start=services.this_week())
+    body = {"meeting": meeting.pk, "organization": org.slug, "text": "x", "new_case": new_case}
+    response = manager_api.post("/api/v1/action-items/", body, format="json")
+    assert response.status_code == 400 and "new_case" in response.json()
+    assert not ActionItem.objects.exists()
+
+
 def test_a_size_beyond_any_model_is_refused_in_words(member_api):
     response = member_api.post("/api/v1/workloads/", body(parameter_count=2**63), format="json")
     assert response.status_code == 400
@@ -286,6 +295,8 @@ def test_staff_record_a_meeting_by_week(manager_api, manager, lead):
     again = manager_api.post("/api/v1/review-meetings/", {"week": "2027-W05", "minutes": "Updated."}, format="json")
     assert again.status_code == 200 and ReviewMeeting.objects.get().minutes == "Updated."
     assert again.json()["attendees"] == [lead.username], "a field left out of the request keeps its value"
+    form_encoded = manager_api.post("/api/v1/review-meetings/", {"week": "2027-W05", "minutes": "Form."})
+    assert form_encoded.status_code == 200 and form_encoded.json()["attendees"] == [lead.username]
     assert manager_api.post("/api/v1/review-meetings/", {"week": "2027-05"}, format="json").status_code == 400
     patched = manager_api.patch(f"/api/v1/review-meetings/{first.json()['id']}/", {"minutes": "Final."}, format="json")
     assert patched.status_code == 200 and patched.json()["minutes"] == "Final."

@@ -207,7 +207,7 @@ def test_the_current_review_redirects_to_this_weeks_page(manager_client):
         assert manager_client.get(reverse("workloads:review-current"))["Location"].endswith("/review/2027-W11/")
 
 
-@pytest.mark.parametrize("week", ["2027-10", "2027-W60", "nonsense", "2031-W01"])
+@pytest.mark.parametrize("week", ["2027-10", "2027-W60", "nonsense", "2031-W01", "0001-W01"])
 def test_an_unknown_or_future_week_is_404(manager_client, week):
     with at("2027-03-10 12:00"):
         assert manager_client.get(reverse("workloads:review-week", args=[week])).status_code == 404
