@@ -431,12 +431,32 @@ def request_delete(*, cluster: Cluster, actor, why: str = gettext_noop("Deletion
 
 
 def delete_clusters_of_revoked_allocation(*, allocation, user, **signal) -> None:
-    """tenants.signals.allocation_revoked: the instances go back to the pool, so the clusters holding them go."""
+    """tenants.signals.allocation_revoked: the instances go back to the pool, so the clusters holding them go —
+    the allocation's own, then, since a cluster may draw on the org's whole allowance of its type, the newest
+    others until what the org's clusters hold fits the allocations it has left."""
+    why = gettext_noop("Deletion requested: its allocation was revoked")
     for cluster in allocation.clusters.exclude(status__in=[Status.DELETING, Status.DELETED]):
         if cluster.can_delete:
-            request_delete(
-                cluster=cluster, actor=user, why=gettext_noop("Deletion requested: its allocation was revoked")
-            )
+            request_delete(cluster=cluster, actor=user, why=why)
+    organization, region = allocation.organization, allocation.pool.region
+    instance_type = allocation.pool.instance_type.api_name
+    allowed = _allowed(active_allocations(organization).select_related("pool__instance_type"), region)
+    workers = Q(groups__instance_type=instance_type, groups__role=ClusterInstanceGroup.Role.WORKER)
+    holding = list(
+        Cluster.objects.for_org(organization)
+        .filter(status__in=Cluster.LIVE, region=region)
+        .exclude(status=Status.DELETING)
+        .annotate(held=Sum("groups__instance_count", filter=workers))
+        .filter(held__gt=0)
+        .order_by("-created_at", "-pk")
+    )
+    held = sum(cluster.held for cluster in holding)
+    for cluster in holding:
+        if held <= allowed.get(instance_type, 0):
+            break
+        if cluster.can_delete:
+            request_delete(cluster=cluster, actor=user, why=why)
+            held -= cluster.held
 
 
 # --- Worker side: provisioning, deletion, polling ---------------------------------------------

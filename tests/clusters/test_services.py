@@ -350,6 +350,17 @@ def test_revoking_the_allocation_deletes_its_clusters(
     assert "clusters are being deleted" in mailoutbox[-1].body and f"/orgs/{org.slug}/capacity/" in mailoutbox[-1].body
 
 
+@pytest.mark.parametrize(("count", "deleted"), [(12, True), (8, False)])
+def test_revoking_an_allocation_another_cluster_draws_on_deletes_it_if_it_no_longer_fits(
+    org, allocation, actor, manager, count, deleted
+):
+    extra = ActiveAllocationFactory(organization=org, pool=allocation.pool, instance_count=4)
+    cluster = create(org, allocation, actor, count=count)  # the allocation's 8, plus the extra 4 if 12
+    revoke_allocation(user=manager, allocation=extra, reason="Capacity moved to another team.")
+    cluster.refresh_from_db()
+    assert (cluster.status == Cluster.Status.DELETING) is deleted
+
+
 def test_deleted_or_deleting_cluster_cannot_be_deleted_again(running, actor):
     cluster_services.request_delete(cluster=running, actor=actor)
     with pytest.raises(ValidationError, match="cannot be deleted"):
