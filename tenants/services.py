@@ -437,10 +437,14 @@ def _locked(capacity_request: CapacityRequest) -> CapacityRequest:
     )
 
 
-def _require_member(user, organization: Organization) -> None:
+def require_member(access) -> None:
     """Capacity is asked for by the organization's own members; program staff decide, they do not ask."""
-    if get_org_access_or_404(user, organization.slug).membership is None:
-        raise PermissionDenied(_("Only members of %(org)s can request capacity for it.") % {"org": organization})
+    if access.membership is None:
+        raise PermissionDenied(_("Only members of %(org)s can request capacity for it.") % {"org": access.organization})
+
+
+def _require_member(user, organization: Organization) -> None:
+    require_member(get_org_access_or_404(user, organization.slug))
 
 
 def _require_writer(user, capacity_request: CapacityRequest) -> None:

@@ -176,7 +176,7 @@ def _estimate_context(form, *, instance_type=None, region=None) -> dict:
 def capacity_request_new(request, org_slug: str):
     access = get_org_access_or_404(request.user, org_slug)
     org = access.organization
-    _require_member(access)
+    services.require_member(access)
     base = None
     if allocation_id := request.GET.get("allocation") or request.POST.get("allocation"):
         if not str(allocation_id).isdigit():
@@ -220,7 +220,7 @@ def capacity_request_edit(request, org_slug: str, pk: int):
         ),
         pk=pk,
     )
-    _require_member(access)
+    services.require_member(access)
     if draft.status != CapacityRequest.Status.DRAFT:
         messages.error(
             request,
@@ -246,12 +246,6 @@ def capacity_request_edit(request, org_slug: str, pk: int):
             "program": draft.pool.program,
         },
     )
-
-
-def _require_member(access) -> None:
-    """Staff decide on capacity; only the organization's members ask for it (the form is not theirs)."""
-    if access.membership is None:
-        raise PermissionDenied(_("Only members of %(org)s can request capacity for it.") % {"org": access.organization})
 
 
 def _request_form_page(request, access, *, base, initial, kind, save, draft=None, estimate=None):
