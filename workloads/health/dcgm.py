@@ -1,0 +1,548 @@
+"""GPU health from NVIDIA's dcgm-exporter: its Prometheus text, and the faults it shows.
+
+Two halves that meet at one shape, a sample as `(labels, value)` with the metric name in the
+`__name__` label (as Prometheus itself returns it):
+
+- `parse_exposition(text)` reads the text exposition format (prometheus/docs
+  exposition_formats.md, version 0.0.4) that a cluster without Prometheus posts; `sample_pairs()`
+  turns its samples into pairs. `prometheus_vector_pairs(payload)` does the same for the JSON of
+  an `/api/v1/query` vector result, so both sources go through the one `classify()`.
+- `classify(pairs, ...)` applies the rule tables below (`XID_RULES`, `METRIC_RULES`) and returns
+  one `GpuReading` per fault found, per host and GPU. The tables are plain data so a page can show
+  staff exactly what the portal checks.
+
+Rules, and why:
+- Host: the `Hostname` label dcgm-exporter puts on every series (the node it runs on), else the
+  `instance` label Prometheus adds (host:port of the scrape target), else `default_host`.
+- DCGM_FI_DEV_XID_ERRORS is a gauge holding the last Xid seen since the exporter started (0: none);
+  newer exporters copy it into an `err_code` label and add `err_msg`. It stays set until the
+  exporter restarts (NVIDIA/dcgm-exporter#500), so a reading means "this GPU has had Xid N", and a
+  repeat of the same Xid is invisible in it (NVIDIA/dcgm-exporter#190).
+- The violation fields are cumulative counters of time spent throttled, in nanoseconds (DCGM's
+  field reference; the exporter's "(in us)" help text was corrected in NVIDIA/dcgm-exporter#589).
+  One scrape says how long a GPU has ever been throttled, not whether it is now, so they are judged
+  only on an increase between two snapshots (`previous`, `window_seconds`). Power capping under
+  heavy load is GPU Boost at work (NVIDIA/DCGM#285), hence the high bar for power, a low one for heat.
+- GPUs missing: an index below `expected_gpus` (0-7 on a p5) that no sample from the host carries.
+  A host whose exporter sends nothing at all is not in the samples: the caller, who knows the node
+  list, reports that.
+- NaN values carry no information and are skipped.
+"""
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Any
+
+from workloads.telemetry_errors import ParseError
+
+# -- The text exposition format ---------------------------------------------------------------
+
+METRIC_TYPES = frozenset({"counter", "gauge", "histogram", "summary", "untyped"})
+_METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+# What Go's strconv.ParseFloat accepts in this format, minus hex floats and underscores.
+_FLOAT = re.compile(r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity)|nan", re.IGNORECASE)
+_INT = re.compile(r"[+-]?\d+")
+_LABEL_ESCAPES = {"\\": "\\", '"': '"', "n": "\n"}
+
+
+@dataclass(frozen=True)
+class MetricSample:
+    name: str
+    labels: Mapping[str, str]
+    value: float
+    timestamp_ms: int | None
+    line_number: int
+
+
+@dataclass(frozen=True)
+class Exposition:
+    samples: tuple[MetricSample, ...]
+    types: Mapping[str, str]  # metric name -> counter, gauge, ... (from the TYPE lines)
+    help: Mapping[str, str]  # metric name -> docstring (from the HELP lines)
+
+
+def parse_exposition(text: str) -> Exposition:
+    """All samples of a Prometheus text exposition; raises ParseError naming the line at fault.
+
+    Besides the syntax, refused: a second HELP or TYPE for a name, a TYPE after that name's samples,
+    a repeated series (same name and labels), and a last sample line without its line feed (the
+    format requires one; without it the value may have been cut, "79" arriving as "7").
+    """
+    samples: list[MetricSample] = []
+    types: dict[str, str] = {}
+    helps: dict[str, str] = {}
+    series: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}  # -> the line that gave it
+    sampled: set[str] = set()
+    lines = text.split("\n")
+    for number, raw in enumerate(lines, start=1):
+        line = raw.removesuffix("\r").strip(" \t")
+        if not line:
+            continue
+        if line.startswith("#"):
+            _metadata(line, number, types, helps, sampled)
+            continue
+        if number == len(lines):
+            raise ParseError(
+                number, "the last line does not end with a line feed: the exposition may have been cut off"
+            )
+        sample = _sample(line, number)
+        key = (sample.name, tuple(sorted(sample.labels.items())))
+        if key in series:
+            raise ParseError(number, f"{sample.name} with these labels was already given on line {series[key]}")
+        series[key] = number
+        sampled.add(sample.name)
+        samples.append(sample)
+    return Exposition(tuple(samples), MappingProxyType(types), MappingProxyType(helps))
+
+
+def _metadata(line: str, number: int, types: dict[str, str], helps: dict[str, str], sampled: set[str]) -> None:
+    tokens = line[1:].split(None, 2)
+    if not tokens or tokens[0] not in ("HELP", "TYPE"):
+        return  # an ordinary comment
+    if len(tokens) < 2 or not _METRIC_NAME.fullmatch(tokens[1]):
+        raise ParseError(number, f"{tokens[0]} must be followed by a metric name")
+    keyword, name = tokens[0], tokens[1]
+    if keyword == "HELP":
+        if name in helps:
+            raise ParseError(number, f"a second HELP line for {name}")
+        helps[name] = _unescape_help(tokens[2] if len(tokens) == 3 else "")
+        return
+    kind = tokens[2].strip() if len(tokens) == 3 else ""
+    if kind not in METRIC_TYPES:
+        raise ParseError(number, f"TYPE of {name} must be one of {', '.join(sorted(METRIC_TYPES))}; found {kind!r}")
+    if name in types:
+        raise ParseError(number, f"a second TYPE line for {name}")
+    if name in sampled:
+        raise ParseError(number, f"the TYPE line for {name} comes after its samples")
+    types[name] = kind
+
+
+def _unescape_help(text: str) -> str:
+    # HELP escapes only \\ and \n; anything else after a backslash is kept as written.
+    return re.sub(r"\\([\\n])", lambda m: "\n" if m.group(1) == "n" else "\\", text)
+
+
+def _sample(line: str, number: int) -> MetricSample:
+    name_match = _METRIC_NAME.match(line)
+    if not name_match:
+        raise ParseError(number, f"expected a metric name at the start of {line[:40]!r}")
+    name, pos = name_match.group(), name_match.end()
+    labels: dict[str, str] = {}
+    if line[pos:].lstrip(" \t").startswith("{"):
+        pos = _labels(line, line.index("{", pos) + 1, number, labels)
+    elif pos < len(line) and line[pos] not in " \t":
+        raise ParseError(number, f"unexpected {line[pos]!r} after the metric name {name}")
+    rest = line[pos:].split()
+    if not rest:
+        raise ParseError(number, f"{name} has no value")
+    if len(rest) > 2:
+        raise ParseError(number, f"{name}: expected a value and an optional timestamp, found {' '.join(rest)!r}")
+    if not _FLOAT.fullmatch(rest[0]):
+        raise ParseError(number, f"{name}: the value {rest[0]!r} is not a number")
+    if len(rest) == 2 and not _INT.fullmatch(rest[1]):
+        raise ParseError(number, f"{name}: the timestamp {rest[1]!r} is not whole milliseconds")
+    timestamp = int(rest[1]) if len(rest) == 2 else None
+    return MetricSample(name, MappingProxyType(labels), float(rest[0]), timestamp, number)
+
+
+def _labels(line: str, pos: int, number: int, labels: dict[str, str]) -> int:
+    """Reads `name="value", ...}` from pos into labels; returns the position after the `}`."""
+    while True:
+        pos = _skip_blanks(line, pos)
+        if line.startswith("}", pos):
+            return pos + 1
+        name_match = _LABEL_NAME.match(line, pos)
+        if not name_match:
+            raise ParseError(number, f"expected a label name or }} at column {pos + 1}")
+        label = name_match.group()
+        if label in labels:
+            raise ParseError(number, f"the label {label} is given twice")
+        pos = _skip_blanks(line, name_match.end())
+        if not line.startswith("=", pos):
+            raise ParseError(number, f"expected = after the label {label}")
+        pos = _skip_blanks(line, pos + 1)
+        if not line.startswith('"', pos):
+            raise ParseError(number, f"the value of the label {label} must be in double quotes")
+        labels[label], pos = _quoted(line, pos + 1, number, label)
+        pos = _skip_blanks(line, pos)
+        if line.startswith(",", pos):
+            pos += 1
+        elif not line.startswith("}", pos):
+            raise ParseError(number, f"expected , or }} after the label {label}")
+
+
+def _quoted(line: str, pos: int, number: int, label: str) -> tuple[str, int]:
+    value: list[str] = []
+    while pos < len(line):
+        char = line[pos]
+        if char == '"':
+            return "".join(value), pos + 1
+        if char == "\\":
+            escaped = line[pos + 1 : pos + 2]
+            if escaped not in _LABEL_ESCAPES:
+                raise ParseError(number, f"the value of {label} has an invalid escape \\{escaped}")
+            value.append(_LABEL_ESCAPES[escaped])
+            pos += 2
+            continue
+        value.append(char)
+        pos += 1
+    raise ParseError(number, f"the value of the label {label} has no closing double quote")
+
+
+def _skip_blanks(line: str, pos: int) -> int:
+    while pos < len(line) and line[pos] in " \t":
+        pos += 1
+    return pos
+
+
+# -- Both sources to (labels, value) pairs --------------------------------------------------------
+
+Pair = tuple[Mapping[str, str], float]
+
+
+def sample_pairs(samples: Iterable[MetricSample]) -> list[Pair]:
+    """Parsed text samples as (labels with __name__, value), the shape Prometheus returns."""
+    return [({**sample.labels, "__name__": sample.name}, sample.value) for sample in samples]
+
+
+def prometheus_vector_pairs(payload: Mapping[str, Any]) -> list[Pair]:
+    """The (labels, value) pairs of an `/api/v1/query` response whose result is an instant vector."""
+    if payload.get("status") != "success":
+        raise ParseError(None, f"the Prometheus query failed: {payload.get('error', 'no error given')}")
+    data = payload.get("data")
+    if not isinstance(data, Mapping) or data.get("resultType") != "vector":
+        found = data.get("resultType") if isinstance(data, Mapping) else None
+        raise ParseError(None, f"expected a vector result from /api/v1/query, found {found!r}")
+    pairs: list[Pair] = []
+    for index, item in enumerate(data.get("result") or []):
+        metric, value = item.get("metric"), item.get("value")
+        if not isinstance(metric, Mapping) or not all(isinstance(v, str) for v in metric.values()):
+            raise ParseError(None, f"result {index}: metric must map label names to strings")
+        if not isinstance(value, list | tuple) or len(value) != 2 or not isinstance(value[1], str):
+            raise ParseError(None, f'result {index}: value must be [timestamp, "number"]')
+        if not _FLOAT.fullmatch(value[1]):
+            raise ParseError(None, f"result {index}: {value[1]!r} is not a number")
+        pairs.append((dict(metric), float(value[1])))
+    return pairs
+
+
+# -- The rules ------------------------------------------------------------------------------------
+
+
+class Severity(StrEnum):
+    CRITICAL = "critical"
+    WARNING = "warning"
+
+
+class Action(StrEnum):
+    MONITOR = "monitor"
+    RESTART_JOB = "restart job"
+    RESET_GPU = "reset GPU"
+    REBOOT_NODE = "reboot node"
+    REPLACE_NODE = "replace node"
+
+
+@dataclass(frozen=True)
+class XidRule:
+    code: int | None  # None: any Xid not listed
+    name: str
+    severity: Severity
+    action: Action
+    why: str
+
+
+# From NVIDIA's Xid catalogue (docs.nvidia.com/deploy/xid-errors, its resolution buckets) and GPU debug
+# guidelines, read for EC2: a node that needs hardware work is replaced (stop/start lands on a new host).
+XID_RULES: Mapping[int, XidRule] = MappingProxyType(
+    {
+        rule.code: rule
+        for rule in (
+            XidRule(
+                48,
+                "double-bit ECC error",
+                Severity.CRITICAL,
+                Action.RESET_GPU,
+                "An uncorrectable memory error reached the application. Reset the GPU (or reboot) to clear it; "
+                "replace the node if it comes back.",
+            ),
+            XidRule(
+                63,
+                "row remapping recorded",
+                Severity.CRITICAL,
+                Action.RESET_GPU,
+                "A memory row was marked for remapping; it takes effect at the next GPU reset. Reset the GPU "
+                "when the job allows.",
+            ),
+            XidRule(
+                64,
+                "row remapping failed",
+                Severity.CRITICAL,
+                Action.REPLACE_NODE,
+                "The GPU could not remap a failing memory row: its memory can no longer be trusted.",
+            ),
+            XidRule(
+                74,
+                "NVLink error",
+                Severity.CRITICAL,
+                Action.REBOOT_NODE,
+                "A link between GPUs failed. Reboot the node; replace it if the error comes back.",
+            ),
+            XidRule(
+                79,
+                "GPU has fallen off the bus",
+                Severity.CRITICAL,
+                Action.REPLACE_NODE,
+                "The driver lost the GPU on PCIe; a reset cannot reach it. On EC2 the node is replaced.",
+            ),
+            XidRule(
+                92,
+                "high single-bit ECC error rate",
+                Severity.WARNING,
+                Action.MONITOR,
+                "Corrected errors, no harm done yet; watch for double-bit errors or row-remap failures.",
+            ),
+            XidRule(
+                94,
+                "contained ECC error",
+                Severity.CRITICAL,
+                Action.RESET_GPU,
+                "An uncorrectable error was contained to one application, which must be restarted. Reset the "
+                "GPU when convenient so the row remapping takes effect.",
+            ),
+            XidRule(
+                95,
+                "uncontained ECC error",
+                Severity.CRITICAL,
+                Action.REBOOT_NODE,
+                "An uncorrectable error may have reached other applications. Reboot the node now.",
+            ),
+        )
+    }
+)
+OTHER_XID = XidRule(
+    None,
+    "other Xid",
+    Severity.WARNING,
+    Action.RESTART_JOB,
+    "Most other Xids come from the application or the driver (13, 31, 43, 45...). Restart the job; open a "
+    "case if the same Xid keeps coming back.",
+)
+
+
+def xid_rule(code: int) -> XidRule:
+    return XID_RULES.get(code, OTHER_XID)
+
+
+@dataclass(frozen=True)
+class MetricRule:
+    kind: str
+    metric: str | None  # None: derived from all samples (missing GPUs)
+    condition: str
+    severity: Severity
+    action: Action
+    message: str  # the reading's message; {gpu}, {value}, {expected}, {reporting}, {minutes} filled in
+    why: str
+    min_fraction: float | None = None  # violations: least share of the window spent throttled
+
+
+THERMAL_MIN_FRACTION = 0.01
+POWER_MIN_FRACTION = 0.5
+
+METRIC_RULES: tuple[MetricRule, ...] = (
+    MetricRule(
+        "ecc_dbe_volatile",
+        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+        "above 0",
+        Severity.CRITICAL,
+        Action.RESET_GPU,
+        "GPU {gpu}: {value:g} double-bit ECC errors since the driver loaded",
+        "Uncorrectable memory errors on a running GPU. Reset the GPU or reboot; replace the node if they come back.",
+    ),
+    MetricRule(
+        "ecc_dbe_aggregate",
+        "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL",
+        "above 0",
+        Severity.WARNING,
+        Action.MONITOR,
+        "GPU {gpu}: {value:g} double-bit ECC errors over its life",
+        "History, possibly long fixed by row remapping: worth watching, not acting on.",
+    ),
+    MetricRule(
+        "remapped_rows_uncorrectable",
+        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+        "above 0",
+        Severity.WARNING,
+        Action.MONITOR,
+        "GPU {gpu}: {value:g} memory rows remapped after uncorrectable errors",
+        "The spare rows did their job; a failed remap is what needs action.",
+    ),
+    MetricRule(
+        "row_remap_failure",
+        "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+        "above 0",
+        Severity.CRITICAL,
+        Action.REPLACE_NODE,
+        "GPU {gpu}: row remapping failed",
+        "The GPU has no way left to retire failing memory: its memory can no longer be trusted.",
+    ),
+    MetricRule(
+        "row_remap_pending",
+        "DCGM_FI_DEV_ROW_REMAP_PENDING",
+        "above 0",
+        Severity.WARNING,
+        Action.RESET_GPU,
+        "GPU {gpu}: a row remap waits for a GPU reset",
+        "Work continues meanwhile; reset the GPU when the job allows.",
+    ),
+    MetricRule(
+        "thermal_violation",
+        "DCGM_FI_DEV_THERMAL_VIOLATION",
+        f"throttled by heat for {THERMAL_MIN_FRACTION:.0%} of the window or more",
+        Severity.WARNING,
+        Action.REPLACE_NODE,
+        "GPU {gpu}: throttled by heat {value:.0%} of the last {minutes:g} min",
+        "A healthy P5 does not throttle for heat, and cooling is the host's: a GPU that keeps doing it "
+        "needs a new node.",
+        THERMAL_MIN_FRACTION,
+    ),
+    MetricRule(
+        "power_violation",
+        "DCGM_FI_DEV_POWER_VIOLATION",
+        f"capped by power for {POWER_MIN_FRACTION:.0%} of the window or more",
+        Severity.WARNING,
+        Action.MONITOR,
+        "GPU {gpu}: capped by power {value:.0%} of the last {minutes:g} min",
+        "Brief capping is GPU Boost at work under load; capped most of the time, a GPU slows the whole "
+        "job: compare it with the node's other GPUs.",
+        POWER_MIN_FRACTION,
+    ),
+    MetricRule(
+        "gpu_missing",
+        None,
+        "fewer GPUs reporting than the instance has",
+        Severity.CRITICAL,
+        Action.REPLACE_NODE,
+        "GPU {gpu} is not reporting ({reporting} of {expected} GPUs report)",
+        "A GPU that stops reporting has usually fallen off the bus (Xid 79).",
+    ),
+)
+_RULE_BY_METRIC = {rule.metric: rule for rule in METRIC_RULES if rule.metric}
+_MISSING = next(rule for rule in METRIC_RULES if rule.kind == "gpu_missing")
+XID_METRIC = "DCGM_FI_DEV_XID_ERRORS"
+
+
+@dataclass(frozen=True)
+class GpuReading:
+    host: str
+    gpu: int
+    kind: str  # "xid" or a MetricRule.kind
+    severity: Severity
+    code: int | None  # the Xid; None for other kinds
+    value: float  # the Xid, the error count, the share of the window throttled, or the GPUs missing
+    message: str
+    action: Action
+
+
+def classify(
+    samples: Iterable[Pair],
+    *,
+    expected_gpus: int | None = None,
+    previous: Iterable[Pair] | None = None,
+    window_seconds: float | None = None,
+    default_host: str | None = None,
+) -> tuple[GpuReading, ...]:
+    """The faults in one snapshot of samples, sorted by host, GPU and kind.
+
+    `expected_gpus` (8 for p5.48xlarge) turns on the missing-GPU check. `previous` is an earlier
+    snapshot taken `window_seconds` before this one, needed to judge the throttling counters.
+    """
+    if previous is not None and not (window_seconds and window_seconds > 0):
+        raise ValueError("previous needs window_seconds > 0: the time between the two snapshots")
+    readings: set[GpuReading] = set()
+    gpus_by_host: dict[str, set[str]] = defaultdict(set)
+    before = _counters(previous, default_host) if previous is not None else {}
+    for labels, value in samples:
+        host = _host(labels, default_host)
+        if "gpu" in labels:
+            gpus_by_host[host].add(labels["gpu"])
+        name = labels.get("__name__", "")
+        if math.isnan(value) or (name != XID_METRIC and name not in _RULE_BY_METRIC):
+            continue
+        gpu = _gpu(labels, name)
+        if name == XID_METRIC:
+            readings.update(_xid_readings(host, gpu, value, labels))
+            continue
+        rule = _RULE_BY_METRIC[name]
+        if rule.min_fraction is None:
+            if value > 0:
+                readings.add(_reading(rule, host, gpu, value))
+        elif (host, gpu, name) in before:
+            # A counter that went down was reset (driver reload): like Prometheus' increase(), count from 0.
+            earlier = before[(host, gpu, name)]
+            increase = value - earlier if value >= earlier else value
+            fraction = min(increase / (window_seconds * 1e9), 1.0)
+            if fraction >= rule.min_fraction:
+                readings.add(_reading(rule, host, gpu, fraction, minutes=window_seconds / 60))
+    if expected_gpus is not None:
+        for host, gpus in gpus_by_host.items():
+            readings.update(_missing_readings(host, gpus, expected_gpus))
+    return tuple(sorted(readings, key=lambda r: (r.host, r.gpu, r.kind, r.value)))
+
+
+def _host(labels: Mapping[str, str], default_host: str | None) -> str:
+    host = labels.get("Hostname") or labels.get("instance") or default_host
+    if not host:
+        raise ParseError(
+            None, f"a sample of {labels.get('__name__', '?')} has neither a Hostname nor an instance label"
+        )
+    return host
+
+
+def _gpu(labels: Mapping[str, str], name: str) -> int:
+    gpu = labels.get("gpu", "")
+    if not gpu.isascii() or not gpu.isdigit():
+        raise ParseError(None, f"a sample of {name} needs a gpu label holding the GPU index, found {gpu!r}")
+    return int(gpu)
+
+
+def _xid_readings(host: str, gpu: int, value: float, labels: Mapping[str, str]) -> list[GpuReading]:
+    if not value.is_integer() or value < 0:
+        raise ParseError(None, f"{XID_METRIC} on {host} GPU {gpu} must be an Xid code, found {value:g}")
+    code = int(value)
+    if code == 0:
+        return []  # no Xid since the exporter started
+    rule = xid_rule(code)
+    name = rule.name if rule.code is not None else (labels.get("err_msg") or rule.name)
+    message = f"Xid {code} on GPU {gpu}: {name}"
+    return [GpuReading(host, gpu, "xid", rule.severity, code, float(code), message, rule.action)]
+
+
+def _reading(rule: MetricRule, host: str, gpu: int, value: float, **fields: float) -> GpuReading:
+    message = rule.message.format(gpu=gpu, value=value, **fields)
+    return GpuReading(host, gpu, rule.kind, rule.severity, None, value, message, rule.action)
+
+
+def _counters(previous: Iterable[Pair], default_host: str | None) -> dict[tuple[str, int, str], float]:
+    counters: dict[tuple[str, int, str], float] = {}
+    for labels, value in previous:
+        name = labels.get("__name__", "")
+        rule = _RULE_BY_METRIC.get(name)
+        if rule is None or rule.min_fraction is None or math.isnan(value):
+            continue
+        key = (_host(labels, default_host), _gpu(labels, name), name)
+        counters[key] = max(value, counters.get(key, value))
+    return counters
+
+
+def _missing_readings(host: str, gpus: set[str], expected: int) -> list[GpuReading]:
+    absent = sorted(set(range(expected)) - {int(gpu) for gpu in gpus if gpu.isascii() and gpu.isdigit()})
+    reporting = expected - len(absent)
+    return [
+        _reading(_MISSING, host, index, float(len(absent)), reporting=reporting, expected=expected) for index in absent
+    ]

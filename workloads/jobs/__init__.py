@@ -1,0 +1,1 @@
+"""Scheduler job records (Slurm sacct posted by a cluster's reporter): planned, see the jobs & health issue."""

@@ -1,0 +1,273 @@
+"""Parse the job table a cluster's head node reports: the output of SACCT_COMMAND.
+
+Formats checked against Slurm's own source (SchedMD/slurm: doc/man/man1/sacct.1,
+src/sacct/print.c, src/common/print_fields.c, src/common/parse_time.c):
+
+- `-P` prints fields joined by `|` with no `|` at the end and escapes nothing, so a `|` typed into
+  a job name splits it. JobName is the only free-text column and sits second, so fields are taken
+  from both ends: JobID first, the last eleven last, and whatever lies between is the name.
+- The header (the column names) is printed unless `-n` is given; it may appear anywhere (reports
+  from several runs pasted together) and is recognised by its names, whatever their case.
+- Times are local time without an offset (`%FT%T`), so the caller passes the cluster's tzinfo.
+  `Unknown` is printed for time 0 (no start yet, no end while running), `None` for a time never set,
+  and an empty field for no value: all three become None.
+- State is one word, except `CANCELLED by <uid>`: the uid is kept apart from the state.
+- AllocTRES lists `gres/gpu=8` (the total) and `gres/gpu:h100=8` (the same GPUs by type): a typed
+  entry is a breakdown, never added to the total. Pending jobs have no AllocTRES.
+- `-X` leaves job steps out; a step id (`123.batch`) means the command was run without it.
+
+Each line is a job allocation: an array task (`123_4`), a pending array (`123_[5-10]`) and a
+heterogeneous component (`123+1`) are distinct jobs, keyed by their JobID string as printed.
+"""
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, tzinfo
+
+from workloads.telemetry_errors import ParseError
+
+SACCT_FIELDS = (
+    "JobID",
+    "JobName",
+    "User",
+    "Account",
+    "Partition",
+    "State",
+    "Submit",
+    "Start",
+    "End",
+    "ElapsedRaw",
+    "NNodes",
+    "NodeList",
+    "AllocTRES",
+)
+SACCT_COMMAND = "sacct -a -X -P --format=" + ",".join(SACCT_FIELDS)
+
+# job_state_string() in Slurm: the base states, then the flag states it prints instead of the base.
+BASE_STATES = frozenset(
+    {
+        "PENDING",
+        "RUNNING",
+        "SUSPENDED",
+        "COMPLETED",
+        "CANCELLED",
+        "FAILED",
+        "TIMEOUT",
+        "NODE_FAIL",
+        "PREEMPTED",
+        "BOOT_FAIL",
+        "DEADLINE",
+        "OUT_OF_MEMORY",
+    }
+)
+FLAG_STATES = frozenset(
+    {
+        "COMPLETING",
+        "STAGE_OUT",
+        "CONFIGURING",
+        "RESIZING",
+        "REQUEUED",
+        "REQUEUE_FED",
+        "REQUEUE_HOLD",
+        "SPECIAL_EXIT",
+        "STOPPED",
+        "REVOKED",
+        "RESV_DEL_HOLD",
+        "SIGNALING",
+    }
+)
+JOB_STATES = BASE_STATES | FLAG_STATES
+# States in which a job still holds its nodes: with no End yet, it is counted up to "now".
+HOLDING_STATES = frozenset(
+    {"RUNNING", "SUSPENDED", "COMPLETING", "STAGE_OUT", "CONFIGURING", "RESIZING", "STOPPED", "SIGNALING"}
+)
+
+ACCELERATOR_GRES = ("gpu", "neuron")  # gres/gpu on P5, gres/neuron on Trn1
+
+_JOB_ID = re.compile(r"\d+(?:_(?:\d+|\[[^\]|]+\])|\+\d+)?")
+_STEP_ID = re.compile(r"\d+(?:_(?:\d+|\[[^\]|]+\])|\+\d+)?\.\S+")
+_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}")
+_NO_TIME = frozenset({"", "Unknown", "None"})
+_HEADER = tuple(name.lower() for name in SACCT_FIELDS)
+
+
+@dataclass(frozen=True)
+class SacctJob:
+    job_id: str
+    name: str
+    user: str
+    account: str
+    partition: str
+    state: str  # the base word: CANCELLED for "CANCELLED by 0"
+    cancelled_by_uid: int | None  # the uid in "CANCELLED by <uid>"
+    submit: datetime | None
+    start: datetime | None
+    end: datetime | None
+    elapsed_seconds: int
+    node_count: int
+    node_list: str  # "" while pending (sacct prints "None assigned")
+    accelerators: int
+    accelerator_kind: str | None  # "gpu" or "neuron" when AllocTRES names them; None when counted per node
+    accelerator_type: str | None  # "h100" when the typed entries name exactly one type
+    line_number: int
+
+
+def parse_sacct(text: str, *, tz: tzinfo, accelerators_per_node: int | None = None) -> tuple[SacctJob, ...]:
+    """Every job in the report, in the order first seen; raises ParseError on any bad line.
+
+    `tz` is the cluster's time zone. `accelerators_per_node` (16 for trn1.32xlarge) counts the
+    accelerators of an allocated job whose AllocTRES names no GPU or Neuron gres at all. A job id
+    listed twice (overlapping reports pasted together) is kept once, with its last row.
+    """
+    if tz is None:
+        raise TypeError("parse_sacct needs the cluster's tzinfo: sacct prints local times without an offset")
+    if accelerators_per_node is not None and accelerators_per_node < 1:
+        raise ValueError("accelerators_per_node must be at least 1")
+    jobs: dict[str, SacctJob] = {}
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
+        if not line.strip():
+            continue
+        fields = line.split("|")
+        if _is_header(fields, number):
+            continue
+        job = _parse_line(fields, number, tz, accelerators_per_node)
+        jobs[job.job_id] = job
+    return tuple(jobs.values())
+
+
+def accelerator_seconds(job: SacctJob, *, now: datetime, since: datetime | None = None) -> float:
+    """Accelerator-seconds the job held between `since` (default: its start) and `now`.
+
+    A job counts from Start to End; while it still holds its nodes (no End yet) up to `now`; before
+    it starts, nothing. A finished job missing its End counts its ElapsedRaw. Pass `since`/`now` as a
+    day's bounds to get that day's share.
+    """
+    if now.tzinfo is None or (since is not None and since.tzinfo is None):
+        raise ValueError("now and since must be aware datetimes")
+    if job.start is None or job.accelerators == 0:
+        return 0.0
+    # In UTC: aware datetimes sharing a tzinfo compare and subtract as wall-clock times, wrong across DST.
+    start, now = job.start.astimezone(UTC), now.astimezone(UTC)
+    if job.end is not None:
+        end = job.end.astimezone(UTC)
+    elif job.state in HOLDING_STATES:
+        end = now
+    else:
+        end = start + timedelta(seconds=job.elapsed_seconds)
+    begin = start if since is None else max(start, since.astimezone(UTC))
+    seconds = (min(end, now) - begin).total_seconds()
+    return max(seconds, 0.0) * job.accelerators
+
+
+def accelerator_hours(job: SacctJob, *, now: datetime, since: datetime | None = None) -> float:
+    return accelerator_seconds(job, now=now, since=since) / 3600
+
+
+def _is_header(fields: list[str], number: int) -> bool:
+    if fields[0].strip().lower() != "jobid":
+        return False
+    if tuple(field.strip().lower() for field in fields) != _HEADER:
+        raise ParseError(
+            number,
+            f"the header lists {'|'.join(fields)}; expected {'|'.join(SACCT_FIELDS)} (run {SACCT_COMMAND})",
+        )
+    return True
+
+
+def _parse_line(fields: list[str], number: int, tz: tzinfo, accelerators_per_node: int | None) -> SacctJob:
+    if len(fields) < len(SACCT_FIELDS):
+        raise ParseError(number, f"expected {len(SACCT_FIELDS)} fields separated by |, found {len(fields)}")
+    # Only JobName is free text: a surplus of fields is a | typed into the name.
+    job_id, name = fields[0], "|".join(fields[1:-11])
+    user, account, partition, state, submit, start, end, elapsed, nnodes, node_list, alloc_tres = fields[-11:]
+    if _STEP_ID.fullmatch(job_id):
+        raise ParseError(number, f"{job_id} is a job step: run sacct with -X to list allocations only")
+    if not _JOB_ID.fullmatch(job_id):
+        raise ParseError(number, f"JobID must look like 123, 123_4, 123_[5-10] or 123+1; found {job_id!r}")
+    state, cancelled_by = _state(state, number)
+    node_count = _whole_number("NNodes", nnodes, number)
+    kind, model, accelerators = _accelerators(alloc_tres, number)
+    if kind is None and accelerators_per_node is not None and alloc_tres.strip():
+        accelerators = node_count * accelerators_per_node
+    return SacctJob(
+        job_id=job_id,
+        name=name,
+        user=user,
+        account=account,
+        partition=partition,
+        state=state,
+        cancelled_by_uid=cancelled_by,
+        submit=_time("Submit", submit, number, tz),
+        start=_time("Start", start, number, tz),
+        end=_time("End", end, number, tz),
+        elapsed_seconds=_whole_number("ElapsedRaw", elapsed, number),
+        node_count=node_count,
+        node_list="" if node_list == "None assigned" else node_list,
+        accelerators=accelerators,
+        accelerator_kind=kind,
+        accelerator_type=model,
+        line_number=number,
+    )
+
+
+def _state(value: str, number: int) -> tuple[str, int | None]:
+    words = value.split()
+    if not words or words[0] not in JOB_STATES:
+        raise ParseError(number, f"unknown job state {value!r}")
+    if len(words) == 1:
+        return words[0], None
+    if words[0] == "CANCELLED" and len(words) == 3 and words[1] == "by" and words[2].isdigit():
+        return "CANCELLED", int(words[2])
+    raise ParseError(number, f"unknown job state {value!r}: only CANCELLED is followed by 'by <uid>'")
+
+
+def _time(column: str, value: str, number: int, tz: tzinfo) -> datetime | None:
+    if value in _NO_TIME:
+        return None
+    if _TIME.fullmatch(value):
+        try:
+            return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=tz)
+        except ValueError:
+            pass
+    raise ParseError(number, f"{column} must be a time like 2026-11-20T09:15:02, Unknown or None; found {value!r}")
+
+
+def _whole_number(column: str, value: str, number: int) -> int:
+    if not value.isascii() or not value.isdigit():
+        raise ParseError(number, f"{column} must be a whole number, found {value!r}")
+    return int(value)
+
+
+def _accelerators(alloc_tres: str, number: int) -> tuple[str | None, str | None, int]:
+    """(kind, type, count) from AllocTRES; (None, None, 0) when it names no GPU or Neuron gres."""
+    untyped: dict[str, int] = {}
+    typed: dict[str, dict[str, int]] = {}
+    seen: set[str] = set()
+    for entry in filter(None, alloc_tres.split(",")):
+        key, equals, value = entry.partition("=")
+        if not equals or not key:
+            raise ParseError(number, f"AllocTRES entries look like name=count; found {entry!r}")
+        if key in seen:
+            raise ParseError(number, f"AllocTRES lists {key} twice")
+        seen.add(key)
+        gres, _, gres_type = key.removeprefix("gres/").partition(":")
+        if not key.startswith("gres/") or gres not in ACCELERATOR_GRES:
+            continue  # cpu, mem, node, billing, gres/gpumem...: not accelerators
+        count = _whole_number(key, value, number)
+        if gres_type:
+            typed.setdefault(gres, {})[gres_type] = count
+        else:
+            untyped[gres] = count
+    totals = {
+        gres: untyped[gres] if gres in untyped else sum(typed.get(gres, {}).values())
+        for gres in ACCELERATOR_GRES
+        if gres in untyped or gres in typed
+    }
+    if not totals:
+        return None, None, 0
+    if len(totals) > 1:
+        raise ParseError(number, "AllocTRES names both GPUs and Neuron devices; one job has one kind")
+    kind, count = next(iter(totals.items()))
+    types = typed.get(kind, {})
+    return kind, (next(iter(types)) if len(types) == 1 else None), count
