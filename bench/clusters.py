@@ -46,7 +46,8 @@ def main() -> None:
     from portal.celery import app
     from portal.cloud import AccountAccess, get_provider, session_for
     from tenants.models import Allocation, CapacityPool, InstanceType, Organization, Program, Region
-    from workloads import cluster_services, cluster_tasks
+    from workloads.clusters import tasks as cluster_tasks
+    from workloads.clusters.provisioning import build_spec
     from workloads.models import Cluster, ClusterInstanceGroup, ClusterNode, NodeInterval
 
     app.conf.task_always_eager = True  # one worker: every batch runs here, one after another
@@ -128,7 +129,7 @@ def main() -> None:
         ]
         ClusterInstanceGroup.objects.bulk_create(groups)
         session = session_for(AccountAccess.for_organization(org, "us-east-1"))
-        get_provider(cluster.kind, session).create(cluster_services.build_spec(cluster, groups))
+        get_provider(cluster.kind, session).create(build_spec(cluster, groups))
         clusters.append(cluster)
     print(f"  created in {time.perf_counter() - started:.1f} s", flush=True)
 

@@ -5,5 +5,5 @@ from django.urls import reverse
 
 
 def portal_url(viewname: str, *args) -> str:
-    """The full address of a page, e.g. portal_url("workloads:case-detail", 7) → https://portal.example/support/7/."""
+    """The full address of a page, e.g. portal_url("support:detail", 7) → https://portal.example/support/7/."""
     return settings.PORTAL_URL + reverse(viewname, args=args)

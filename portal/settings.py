@@ -7,6 +7,7 @@ PostgreSQL and a Redis broker.
 """
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -34,6 +35,14 @@ def env_bool(name: str, default: bool = False) -> bool:
     return value == "True"
 
 
+def env_int(name: str, default: int) -> int:
+    value = env(name, str(default))
+    try:
+        return int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a whole number, not {value!r}.") from None
+
+
 def env_list(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in env(name, default).split(",") if item.strip()]
 
@@ -54,12 +63,12 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
     "django_celery_beat",
+    "axes",
     "portal",
     "tenants",
     "workloads",
@@ -76,6 +85,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: turns a lockout no view answered itself into a 429 (tenants/logins/lockout.py).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "portal.urls"
@@ -143,9 +154,13 @@ CELERY_BEAT_SCHEDULE: dict = {
     "poll-clusters": {"task": "workloads.cluster_tasks.poll_clusters", "schedule": 60.0},
     # Allocations move scheduled → active → expired as program days pass.
     "refresh-allocation-statuses": {"task": "tenants.tasks.refresh_allocation_statuses", "schedule": 3600.0},
+    # Usage rollups: today's allocated time grows, yesterday closes (polls also roll up what they saw).
+    "refresh-usage": {"task": "workloads.usage.refresh_current_days", "schedule": 600.0},
+    # Sends last week's usage digest once, from Monday 09:00 program time (hourly: a missed hour still sends).
+    "weekly-usage-digest": {"task": "workloads.usage.send_weekly_digest", "schedule": 3600.0},
+    # What AWS billed each org account (Cost Explorer settles late: the last two weeks are re-read).
+    "fetch-billed-costs": {"task": "workloads.usage.fetch_billed_costs", "schedule": 6 * 3600.0},
 }
-# Task modules outside the `tasks.py` that autodiscovery finds.
-CELERY_IMPORTS = ["workloads.cluster_tasks"]
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 # --- AWS ------------------------------------------------------------------------------------
@@ -160,7 +175,26 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# django-axes first: it refuses a locked-out login before the password is checked.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 LOGIN_URL = "login"
+
+# --- Failed-login limits (django-axes; tenants/logins/) -------------------------------------------
+# LOGIN_FAILURE_LIMIT failures for one username, or from one client address, each within LOGIN_LOCKOUT_MINUTES
+# of the one before, lock that username or address for LOGIN_LOCKOUT_MINUTES. Attempts during a lockout are
+# refused (the right password too) and do not extend it; a successful login does not reset the count (a
+# login to an account of one's own would otherwise wipe the address's count against someone else's).
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one locks
+AXES_RESET_ON_SUCCESS = False
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_ENABLE_ACCESS_FAILURE_LOG = True  # one row per failure, "locked out" on the one that locks: the audit trail
+AXES_CLIENT_IP_CALLABLE = "tenants.logins.lockout.client_address"
+AXES_LOCKOUT_CALLABLE = "tenants.logins.lockout.lockout_response"
+AXES_VERBOSE = False  # no banner on every start; portal.logins logs each lockout
+# Behind that many proxies, the client address is read from X-Forwarded-For (0: the connection's address).
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
@@ -177,6 +211,10 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
+# WhiteNoise serves the static files. In production from STATIC_ROOT (the image runs collectstatic); `make run`
+# sets True so they are found where they live, with no collectstatic step (about 40 ms per web process at
+# start). WhiteNoise's own default is DEBUG.
+WHITENOISE_USE_FINDERS = env_bool("WHITENOISE_USE_FINDERS", DEBUG)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
@@ -202,7 +240,7 @@ PORTAL_URL = env("PORTAL_URL", "" if PRODUCTION else "http://127.0.0.1:8000").rs
 REST_FRAMEWORK = {
     # Token first, so an unauthenticated script gets 401 with WWW-Authenticate rather than 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "tenants.tokens.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -221,8 +259,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": (
         "Scripted access to the program: organizations, the instance-type catalog, capacity pools, "
         "requests and allocations, the compute estimate, workloads, clusters and support cases. "
-        "Authenticate with `Authorization: Token <key>` (get a key from `POST /api/v1/auth/token/`) "
-        "or the browser session. A tenant sees only its own organization's objects; anything else is 404."
+        "Authenticate with `Authorization: Token <key>` (get a key from `POST /api/v1/auth/token/` or the "
+        "API tokens page, `/account/tokens/`; keys expire, 90 days by default) or the browser session. "
+        "A tenant sees only its own organization's objects; anything else is 404."
     ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
@@ -237,22 +276,34 @@ SPECTACULAR_SETTINGS = {
         "CapacityRequestKindEnum": "tenants.models.CapacityRequest.Kind",
         "AllocationStatusEnum": "tenants.models.Allocation.Status",
         "FrameworkEnum": "tenants.models.Framework",
-        "WorkloadStatusEnum": "workloads.models.Workload.Status",
-        "WorkloadStorageEnum": "workloads.models.Workload.Storage",
-        "WorkloadChangeKindEnum": "workloads.models.WorkloadChange.Kind",
-        "SupportCaseStatusEnum": "workloads.models.SupportCase.Status",
-        "CaseEventKindEnum": "workloads.models.CaseEvent.Kind",
-        "ActionItemStatusEnum": "workloads.models.ActionItem.Status",
-        "ClusterKindEnum": "workloads.models.Cluster.Kind",
-        "ClusterStorageEnum": "workloads.models.Cluster.Storage",
-        "HealthEventKindEnum": "workloads.models.HealthEvent.Kind",
+        "WorkloadStatusEnum": "workloads.records.models.Workload.Status",
+        "WorkloadStorageEnum": "workloads.records.models.Workload.Storage",
+        "WorkloadChangeKindEnum": "workloads.records.models.WorkloadChange.Kind",
+        "SupportCaseStatusEnum": "workloads.support.models.SupportCase.Status",
+        "CaseEventKindEnum": "workloads.support.models.CaseEvent.Kind",
+        "ActionItemStatusEnum": "workloads.review.models.ActionItem.Status",
+        "ClusterKindEnum": "workloads.clusters.models.Cluster.Kind",
+        "ClusterStorageEnum": "workloads.clusters.models.Cluster.Storage",
+        "HealthEventKindEnum": "workloads.health.models.HealthEvent.Kind",
     },
 }
 
 # --- Security -------------------------------------------------------------------------------
 SESSION_COOKIE_SECURE = PRODUCTION
 CSRF_COOKIE_SECURE = PRODUCTION
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if PRODUCTION else None
+# Production sits behind a proxy that terminates TLS (docker-compose's web speaks plain HTTP on port 8000): the
+# proxy's X-Forwarded-Proto says whether the client used HTTPS. False where nothing in front sets that header,
+# else a client could claim HTTPS itself.
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("BEHIND_TLS_PROXY", PRODUCTION) else None
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", PRODUCTION)
+# The container's health check asks from inside, over plain HTTP.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000 if PRODUCTION else 0)  # a year
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", PRODUCTION)
+# Preloading commits the whole registrable domain, for months, in every browser: the deployer's call, so it
+# is off and its reminder (security.W021) silenced until they make it.
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 

@@ -1,13 +1,17 @@
 """The only code that decides who may see and do what in an organization.
 
 Pages and API both enter a tenant through `get_org_access_or_404`: "no such org" and "not yours" are
-the same 404, so a tenant cannot even learn which other organizations exist.
+the same 404, so a tenant cannot even learn which other organizations exist. What a person may then do
+there is a predicate of `OrgAccess` (or, program-wide, a function below): pages, API and services all ask
+the same one.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404
 from django.utils.translation import gettext as _
@@ -15,13 +19,22 @@ from django.utils.translation import gettext as _
 from tenants.models import Membership, Organization, StaffRole
 
 
+class SystemActor:
+    """The portal itself acting — a worker opening a case for a health incident or a failed validation — so
+    no person is impersonated. Services that accept it record no actor; history shows "system"."""
+
+    is_authenticated = True
+    pk = None
+
+    def __repr__(self) -> str:
+        return "SYSTEM"
+
+
+SYSTEM = SystemActor()
+
+
 def staff_role(user) -> StaffRole | None:
-    if not user.is_authenticated:
-        return None
-    try:
-        return user.staff_role
-    except StaffRole.DoesNotExist:
-        return None
+    return None if user is SYSTEM else StaffRole.of(user)
 
 
 def is_program_staff(user) -> bool:
@@ -33,13 +46,29 @@ def is_program_manager(user) -> bool:
     return role is not None and role.is_program_manager
 
 
+def can_read_internal_notes(user) -> bool:
+    """Internal notes on support cases (and anything else marked internal) are for program staff only."""
+    return is_program_staff(user)
+
+
+def require_program_staff(user, message: str | None = None) -> None:
+    if not is_program_staff(user):
+        raise PermissionDenied(message or _("This page is for program staff."))
+
+
+def require_program_manager(user, message: str | None = None) -> None:
+    if not is_program_manager(user):
+        raise PermissionDenied(message or _("Only a program manager can do this."))
+
+
+def program_staff_users() -> QuerySet:
+    """People who can be assigned cases, own action items or attend the weekly review."""
+    return get_user_model().objects.filter(staff_role__isnull=False, is_active=True).order_by("username")
+
+
 def visible_organizations(user) -> QuerySet[Organization]:
     """Program staff see every organization; a tenant sees the ones it is a member of."""
-    if not user.is_authenticated:
-        return Organization.objects.none()
-    if is_program_staff(user):
-        return Organization.objects.all()
-    return Organization.objects.filter(memberships__user=user)
+    return Organization.objects.visible_to(user)
 
 
 @dataclass(frozen=True)
@@ -55,20 +84,44 @@ class OrgAccess:
         return self.staff is not None
 
     @property
+    def is_program_manager(self) -> bool:
+        return self.staff is not None and self.staff.is_program_manager
+
+    @property
     def can_write(self) -> bool:
-        # Members and program staff act in the org (request capacity, open cases, comment).
+        # Members and program staff act in the org (open cases, comment).
         return self.membership is not None or self.staff is not None
 
     @property
     def can_admin(self) -> bool:
         # Manage members, tokens and the AWS account link.
-        return (self.membership is not None and self.membership.is_admin) or (
-            self.staff is not None and self.staff.is_program_manager
-        )
+        return (self.membership is not None and self.membership.is_admin) or self.is_program_manager
+
+    @property
+    def can_request_capacity(self) -> bool:
+        # Capacity is asked for by the organization's own members; program staff decide, they do not ask.
+        return self.membership is not None
+
+    @property
+    def can_write_workloads(self) -> bool:
+        # A tenant keeps its own workload records; program staff read every org's.
+        return self.membership is not None
+
+    @property
+    def can_operate_clusters(self) -> bool:
+        # Creating and deleting spends the tenant's allocation: its members and program managers may;
+        # support engineers watch and help but do not.
+        return self.membership is not None or self.is_program_manager
+
+
+def require(allowed: bool, message: str) -> None:
+    """Raise the 403 a page or the API answers when a predicate above says no."""
+    if not allowed:
+        raise PermissionDenied(message)
 
 
 def get_org_access_or_404(user, org_slug: str) -> OrgAccess:
-    if not user.is_authenticated:
+    if not user.is_authenticated or user is SYSTEM:
         raise Http404(_("No such organization."))
     staff = staff_role(user)
     if staff is not None:

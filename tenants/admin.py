@@ -1,7 +1,7 @@
 from django import forms
 from django.contrib import admin
 
-from tenants import services
+from tenants.capacity import pools
 from tenants.models import CapacityPool, InstancePrice, InstanceType, Membership, Organization, Program, StaffRole
 
 
@@ -32,7 +32,7 @@ class CapacityPoolForm(forms.ModelForm):
         data = super().clean()
         if self.instance.pk and not self.errors:
             # Shrinking a pool below what is already allocated would break the invariant.
-            services.check_pool_change(
+            pools.check_pool_change(
                 pool=self.instance,
                 total_instances=data["total_instances"],
                 spare_instances=data["spare_instances"],
@@ -50,7 +50,7 @@ class CapacityPoolAdmin(admin.ModelAdmin):
     list_select_related = ["program", "instance_type"]
 
     def save_model(self, request, obj, form, change):
-        services.save_pool(pool=obj)  # re-checked under the pool's row lock
+        pools.save_pool(pool=obj)  # re-checked under the pool's row lock
 
 
 class MembershipInline(admin.TabularInline):
@@ -72,3 +72,7 @@ class OrganizationAdmin(admin.ModelAdmin):
 class StaffRoleAdmin(admin.ModelAdmin):
     list_display = ["user", "role"]
     list_select_related = ["user"]
+
+
+# Admin of the sub-packages: Django imports only this module.
+import tenants.tokens.admin  # noqa: E402, F401

@@ -5,3 +5,6 @@ from django.utils.translation import gettext_lazy as _
 class TenantsConfig(AppConfig):
     name = "tenants"
     verbose_name = _("Tenants and capacity")
+
+    def ready(self) -> None:
+        from tenants.logins import lockout  # noqa: F401 (logs each lockout: a signal receiver)

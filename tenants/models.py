@@ -16,7 +16,7 @@ from django.utils.text import capfirst
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
-from tenants.estimate import MAX_INSTANCES, MAX_PARAMETERS, MAX_TOKENS
+from tenants.capacity.estimate import MAX_INSTANCES, MAX_PARAMETERS, MAX_TOKENS
 
 AWS_ACCOUNT_ID = RegexValidator(r"^\d{12}$", _("An AWS account id is exactly 12 digits."))
 IAM_ROLE_ARN = RegexValidator(
@@ -45,6 +45,15 @@ class Program(models.Model):
         decimal_places=4,
         default=Decimal("150"),
         validators=[MinValueValidator(Decimal("0.0001"))],
+    )
+    # An organization whose utilization of its allocations falls below this in a week is flagged idle.
+    idle_threshold = models.DecimalField(
+        _("idle below utilization"),
+        max_digits=3,
+        decimal_places=2,
+        default=Decimal("0.50"),
+        validators=[MinValueValidator(Decimal("0")), MaxValueValidator(Decimal("1"))],
+        help_text=_("A fraction: 0.50 flags organizations that ran less than half of what they were allocated."),
     )
 
     class Meta:
@@ -149,6 +158,17 @@ class CapacityPool(models.Model):
         return self.total_instances * self.instance_type.accelerators_per_instance
 
 
+class OrganizationQuerySet(models.QuerySet):
+    def visible_to(self, user) -> OrganizationQuerySet:
+        """The one rule of who sees which tenant: program staff see every organization, a tenant the ones it
+        is a member of. tenants.access and every TenantQuerySet read it from here."""
+        if StaffRole.of(user) is not None:
+            return self.all()
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(memberships__user=user)
+
+
 class Organization(models.Model):
     """A tenant: one funded organization and the AWS account it trains in."""
 
@@ -169,6 +189,8 @@ class Organization(models.Model):
     contact_name = models.CharField(_("contact name"), max_length=200, blank=True)
     contact_email = models.EmailField(_("contact email"), blank=True)
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+
+    objects = OrganizationQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]
@@ -230,6 +252,16 @@ class StaffRole(models.Model):
     def is_program_manager(self) -> bool:
         return self.role == self.Role.PROGRAM_MANAGER
 
+    @classmethod
+    def of(cls, user) -> StaffRole | None:
+        """The user's program staff role; None for anonymous users and tenants."""
+        if user is None or not user.is_authenticated:
+            return None
+        try:
+            return user.staff_role
+        except cls.DoesNotExist:
+            return None
+
 
 class TenantQuerySet(models.QuerySet):
     """The one gate for tenant rows: every tenant-owned model's manager, every view goes through it."""
@@ -238,9 +270,7 @@ class TenantQuerySet(models.QuerySet):
         return self.filter(organization=org)
 
     def visible_to(self, user) -> TenantQuerySet:
-        from tenants.access import visible_organizations
-
-        return self.filter(organization__in=visible_organizations(user))
+        return self.filter(organization__in=Organization.objects.visible_to(user))
 
 
 # --- Capacity: requests, allocations and their audit trail ---------------------------------------
@@ -368,7 +398,7 @@ class Allocation(models.Model):
     """Instances of a pool granted to an organization over a window (dates inclusive).
 
     Invariant: on every day, the allocations holding capacity in a pool sum to at most
-    pool.total_instances - pool.spare_instances. Only tenants.services creates or changes them.
+    pool.total_instances - pool.spare_instances. Only tenants.capacity (decisions, allocations) creates or changes them.
     """
 
     class Status(models.TextChoices):
@@ -527,3 +557,7 @@ class AuditEvent(models.Model):
                 continue
             rows.append((capfirst(field.verbose_name), _in_words(field, before), _in_words(field, after)))
         return rows
+
+
+# Models of sub-packages, registered in this app (they do not import this module).
+from tenants.tokens.models import ApiToken  # noqa: E402, F401

@@ -138,7 +138,7 @@ TENANT_FACTORIES[Allocation] = AllocationFactory
 
 
 class WorkloadFactory(factory.django.DjangoModelFactory):
-    """A dense 8B pre-training run on PyTorch FSDP; history rows come only from workloads.services."""
+    """A dense 8B pre-training run on PyTorch FSDP; history rows come only from workloads.records.services."""
 
     class Meta:
         model = Workload
@@ -160,7 +160,7 @@ class WorkloadFactory(factory.django.DjangoModelFactory):
 
 
 class SupportCaseFactory(factory.django.DjangoModelFactory):
-    """A case row without history; tests of the history open cases through workloads.services."""
+    """A case row without history; tests of the history open cases through workloads.support.services."""
 
     class Meta:
         model = SupportCase

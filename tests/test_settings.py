@@ -96,3 +96,38 @@ def test_an_smtp_relay_is_configured_from_the_environment():
     }
     read = load_settings(smtp, show=f"*(getattr(settings, name) for name in {list(smtp)})")
     assert read.stdout.split() == [*smtp.values()], read.stderr
+
+
+def test_check_deploy_finds_nothing_to_warn_about_under_the_production_settings():
+    """The README's production variables pass `manage.py check --deploy`: HSTS, the HTTPS redirect and
+    secure cookies come on with PORTAL_PRODUCTION (no W004, W008, …)."""
+    env = {**GOOD, "SECRET_KEY": "q7Vd0-Zk3wLr9Tf2pXa8Hn5yBc1Ue6Gs4Jm0Qo7Ri3Kv9Wt2Ly5Nb8"}
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        env={"PATH": "/usr/bin:/bin", **env},
+        cwd=settings.BASE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues" in result.stdout
+
+
+def test_security_headers_come_from_the_environment():
+    shown = "settings.SECURE_SSL_REDIRECT, settings.SECURE_HSTS_SECONDS, settings.SECURE_PROXY_SSL_HEADER"
+    production = load_settings(GOOD, show=shown)
+    assert production.stdout.split() == ["True", "31536000", "('HTTP_X_FORWARDED_PROTO',", "'https')"], (
+        production.stderr
+    )
+    no_proxy = load_settings({**GOOD, "SECURE_HSTS_SECONDS": "3600", "BEHIND_TLS_PROXY": "False"}, show=shown)
+    assert no_proxy.stdout.split() == ["True", "3600", "None"], no_proxy.stderr
+    bad = load_settings({**GOOD, "SECURE_HSTS_SECONDS": "a year"})
+    assert "SECURE_HSTS_SECONDS must be a whole number" in bad.stderr
+
+
+@pytest.mark.django_db
+def test_the_https_redirect_spares_the_containers_health_check(client, settings):
+    settings.SECURE_SSL_REDIRECT = True
+    assert client.get("/login/").status_code == 301
+    assert client.get("/healthz").status_code in (200, 503)

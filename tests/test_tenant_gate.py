@@ -13,6 +13,7 @@ from django.db import models
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from tenants.models import Organization
+from tenants.tokens.services import create_token
 from tests.factories import TENANT_FACTORIES, MembershipFactory, OrganizationFactory
 
 # Routes whose argument names program-wide reference data, identical for every tenant.
@@ -20,12 +21,19 @@ PROGRAM_WIDE = {
     "instance-type-detail": "the instance-type catalog is the same for every tenant",
     "pool-detail": "capacity pools are program-level; tenants need them to request capacity",
     "pool-timeline": "a program pool's chart, staff only (tenants get 403: test_capacity_pages)",
-    "workloads:review-week": "the weekly review is program staff's, across all orgs (tenants get 403: tests/workloads)",
-    "workloads:review-meeting-save": "the weekly review is program staff's (tenants get 403: tests/workloads)",
-    "workloads:review-action-item-add": "the weekly review is program staff's (tenants get 403: tests/workloads)",
-    "workloads:review-action-item-status": "review action items are program staff's (tenants get 403: tests/workloads)",
+    "rate-card-detail": "the rate card is program-wide pricing, the same for every tenant",
+    "review:week": "the weekly review is program staff's, across all orgs (tenants get 403: tests/workloads)",
+    "review:meeting-save": "the weekly review is program staff's (tenants get 403: tests/workloads)",
+    "review:action-item-add": "the weekly review is program staff's (tenants get 403: tests/workloads)",
+    "review:action-item-status": "review action items are program staff's (tenants get 403: tests/workloads)",
     "review-meeting-detail": "review meetings are program staff's records (tenants get 403: tests/workloads)",
     "action-item-detail": "review action items are program staff's records (tenants get 403: tests/workloads)",
+}
+# Routes whose argument names an object of one user's own, not of an org (an API token): another user's is a
+# 404, even in the same org. Each maps to a function making such an object for a user.
+USER_OWNED = {
+    "account-token-revoke": lambda user: create_token(user=user, name="t", expires_in_days=7, via="page")[0],
+    "token-detail": lambda user: create_token(user=user, name="t", expires_in_days=7, via="api")[0],
 }
 # Django's admin is for is_staff users only and has its own permission system.
 SKIPPED_NAMESPACES = {"admin"}
@@ -92,7 +100,8 @@ def _responses(client, route: Route, org: Organization, slug_org: Organization |
     return statuses
 
 
-TENANT_ROUTES = [r for r in ROUTES if r.name not in PROGRAM_WIDE]
+TENANT_ROUTES = [r for r in ROUTES if r.name not in PROGRAM_WIDE and r.name not in USER_OWNED]
+USER_ROUTES = [r for r in ROUTES if r.name in USER_OWNED]
 
 
 def test_the_url_conf_has_tenant_routes_to_check():
@@ -103,6 +112,34 @@ def test_the_url_conf_has_tenant_routes_to_check():
 
 def test_program_wide_list_names_only_existing_routes():
     assert set(PROGRAM_WIDE) <= {r.name for r in ROUTES}
+    assert set(USER_OWNED) <= {r.name for r in ROUTES}
+
+
+def _user_route_responses(client, route: Route, owner) -> dict[str, int]:
+    obj = USER_OWNED[route.name](owner)
+    kwargs = {k: ("json" if k == "format" else str(obj.pk)) for k in route.kwargs}
+    url = reverse(route.name, kwargs=kwargs)
+    return {m: getattr(client, m.lower())(url, content_type="application/json").status_code for m in route.methods}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("route", USER_ROUTES, ids=lambda r: f"{r.name}[{','.join(r.kwargs)}]")
+def test_another_users_object_is_404_even_in_the_same_org(client, route):
+    org = OrganizationFactory()
+    me, them = MembershipFactory(organization=org).user, MembershipFactory(organization=org).user
+    client.force_login(me)
+    statuses = _user_route_responses(client, route, them)
+    assert set(statuses.values()) <= {404, 405}, f"{route.name}: {statuses}"
+    assert 404 in statuses.values(), f"{route.name}: {statuses}"
+    own = _user_route_responses(client, route, me)
+    assert any(status != 404 for status in own.values()), f"{route.name} on own object: {own}"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("route", USER_ROUTES, ids=lambda r: f"{r.name}[{','.join(r.kwargs)}]")
+def test_anonymous_gets_no_users_object(client, route):
+    statuses = _user_route_responses(client, route, MembershipFactory().user)
+    assert set(statuses.values()) <= {302, 401, 403, 404, 405}, f"{route.name}: {statuses}"
 
 
 @pytest.mark.django_db

@@ -14,8 +14,8 @@ from workloads.models import (
 )
 
 # --- Workloads and support cases (issue 5) -------------------------------------------------------
-# View-only: every write goes through workloads.services, which keeps the field history and the case
-# events and sends the notifications. An admin edit would bypass all three.
+# View-only: every write goes through the services (workloads.records, .support), which keep the field history
+# and the case events and send the notifications. An admin edit would bypass all three.
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -95,7 +95,7 @@ class ReviewMeetingAdmin(ReadOnlyAdmin):
 
 # --- Clusters (issue 4) ---------------------------------------------------------------------------
 # The program team links an org's account for clusters here; clusters themselves change only through
-# workloads.cluster_services (compare-and-set lifecycle), so they are view-only.
+# workloads.clusters (compare-and-set lifecycle), so they are view-only.
 
 
 @admin.register(OrgCloudSettings)

@@ -7,7 +7,15 @@ class WorkloadsConfig(AppConfig):
     verbose_name = _("Workloads and clusters")
 
     def ready(self):
-        from tenants.signals import allocation_revoked
-        from workloads.cluster_services import delete_clusters_of_revoked_allocation
+        # Imported here, once the models are loaded (Django's rule for signal receivers).
+        from tenants.capacity import usage
+        from tenants.signals import allocation_granted, allocation_revoked
+        from workloads.clusters.services import delete_clusters_of_revoked_allocation
+        from workloads.usage import receivers, reports
 
+        # Signals and a registered reader, not calls: allocations live in tenants, which must never import
+        # workloads; workloads reacts to them and tells the capacity pages what allocations are used for.
         allocation_revoked.connect(delete_clusters_of_revoked_allocation, dispatch_uid="delete-clusters-on-revoke")
+        allocation_revoked.connect(receivers.on_allocation_revoked, dispatch_uid="usage-on-revoke")
+        allocation_granted.connect(receivers.on_allocation_granted, dispatch_uid="usage-on-grant")
+        usage.register(reports.READER)

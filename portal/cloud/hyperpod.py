@@ -16,6 +16,8 @@ from portal.cloud.types import (
     GroupStatus,
     NodeInfo,
     StorageKind,
+    ec2_type,
+    ml_type,
 )
 
 _STATUS = {
@@ -28,14 +30,6 @@ _STATUS = {
     "Deleting": CloudStatus.DELETING,
 }
 NODE_PAGE_SIZE = 100
-
-
-def ml_type(instance_type: str) -> str:
-    return instance_type if instance_type.startswith("ml.") else f"ml.{instance_type}"
-
-
-def ec2_type(instance_type: str) -> str:
-    return instance_type.removeprefix("ml.")
 
 
 def _is_not_found(error: ClientError) -> bool:

@@ -14,7 +14,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from portal.cloud.errors import PermanentCloudError, classify, error_code
 from portal.cloud.session import CloudSession
-from portal.cloud.types import ClusterSpec, FileSystemInfo, GroupRole
+from portal.cloud.types import ClusterSpec, FileSystemInfo, GroupRole, ml_type
 
 PARAMETERS_FILE = "provisioning_parameters.json"
 STAGING_DIR = "clusters/"
@@ -30,8 +30,6 @@ def split_s3_uri(uri: str) -> tuple[str, str]:
 
 def provisioning_parameters(spec: ClusterSpec, storage: FileSystemInfo | None) -> dict:
     """What the Slurm lifecycle scripts (awsome-distributed-training's base config) expect."""
-    from portal.cloud.hyperpod import ml_type
-
     parameters: dict = {"version": "1.0.0", "workload_manager": "slurm"}
     for group in spec.groups:
         if group.role == GroupRole.CONTROLLER:

@@ -100,3 +100,12 @@ class FileSystemInfo:
     mount_name: str = ""
     lifecycle: str = ""
     data_repository_association_id: str = ""
+
+
+def ml_type(instance_type: str) -> str:
+    """SageMaker's name for an EC2 instance type: p5.48xlarge → ml.p5.48xlarge."""
+    return instance_type if instance_type.startswith("ml.") else f"ml.{instance_type}"
+
+
+def ec2_type(instance_type: str) -> str:
+    return instance_type.removeprefix("ml.")

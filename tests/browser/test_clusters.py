@@ -8,7 +8,7 @@ from moto.sagemaker import models as sagemaker_models
 from tenants.models import Organization
 from tests.clusters.conftest import Emulator, seed_scripts
 from tests.clusters.test_worker_integration import emulator_server, wait_for, worker  # noqa: F401  (fixtures)
-from workloads import cluster_tasks
+from workloads.clusters import tasks as cluster_tasks
 from workloads.models import Cluster
 
 pytestmark = [

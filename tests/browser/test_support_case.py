@@ -93,7 +93,7 @@ def _artifact(name: str):
 
 def test_staff_filter_the_tracking_view_in_place_and_review_the_week(page, live_server, screenshot):
     from tenants.models import Organization
-    from workloads import services
+    from workloads.records.services import create_workload
 
     call_command("load_demo", "--start", "2026-10-01")
     orgs = {o.slug: o for o in Organization.objects.all()}
@@ -108,7 +108,7 @@ def test_staff_filter_the_tracking_view_in_place_and_review_the_week(page, live_
     users = {u.username: u for u in get_user_model().objects.filter(username__in=["tenant1", "tenant2"])}
     for slug, username, name, framework, cluster, size, status in plans:
         moe = "moe" in name
-        services.create_workload(
+        create_workload(
             user=users[username],
             organization=orgs[slug],
             data={

@@ -2,22 +2,34 @@
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.utils import timezone
 
 from portal.cloud import CloudStatus, ClusterDescription, TransientCloudError
+from tenants.capacity.allocations import revoke_allocation
 from tenants.models import Allocation
-from tenants.services import revoke_allocation
 from tests.clusters.conftest import seed_scripts
 from tests.factories import ActiveAllocationFactory, ClusterFactory, instance_type
-from workloads import cluster_services, cluster_tasks
-from workloads.cluster_services import GroupRequest
+from workloads.clusters import provisioning
+from workloads.clusters import tasks as cluster_tasks
+from workloads.clusters.lifecycle import transition
+from workloads.clusters.provisioning import (
+    apply_description,
+    cluster_ids_to_poll,
+    delete,
+    poll_clusters,
+    provision,
+    record_created,
+)
+from workloads.clusters.services import GroupRequest, create_cluster, request_delete, retry_cluster
 from workloads.models import Cluster, ClusterEvent, HealthEvent, NodeInterval
+from workloads.usage.intervals import node_hours
 
 pytestmark = pytest.mark.django_db
 P5 = "p5.48xlarge"
 
 
 def create(org, allocation, actor, count=2, name="llm-pretrain", **kwargs):
-    return cluster_services.create_cluster(
+    return create_cluster(
         organization=org,
         allocation=allocation,
         name=name,
@@ -85,7 +97,7 @@ def test_a_scheduled_allocation_is_not_usable_yet(org, allocation, actor):
 
 def test_an_instance_type_the_org_has_no_allocation_of_is_refused(org, allocation, actor):
     with pytest.raises(ValidationError, match="no active allocation of trn1.32xlarge"):
-        cluster_services.create_cluster(
+        create_cluster(
             organization=org,
             allocation=allocation,
             name="trn",
@@ -106,7 +118,7 @@ def test_org_without_cloud_settings_is_told_to_ask_the_program_team(org, actor):
 
 def test_provision_reaches_in_service_in_the_emulator(org, allocation, actor, emulator):
     cluster = create(org, allocation, actor)
-    assert cluster_services.provision(cluster.pk) == "created"
+    assert provision(cluster.pk) == "created"
     cluster.refresh_from_db()
     assert cluster.status == Cluster.Status.IN_SERVICE
     assert cluster.cloud_id.endswith(f":cluster/{cluster.cloud_name}")
@@ -134,21 +146,21 @@ def test_provisioning_interrupted_after_the_create_call_finds_its_cluster_on_rer
     org, allocation, actor, emulator, monkeypatch
 ):
     cluster = create(org, allocation, actor)
-    real_record = cluster_services.record_created
+    real_record = record_created
 
     def crash(*args):
         raise SystemExit("worker killed between the create call and the status save")
 
-    monkeypatch.setattr(cluster_services, "record_created", crash)
+    monkeypatch.setattr(provisioning, "record_created", crash)
     with pytest.raises(SystemExit):
-        cluster_services.provision(cluster.pk)
+        provision(cluster.pk)
     cluster.refresh_from_db()
     assert cluster.status == Cluster.Status.PROVISIONING and cluster.cloud_id == ""
     assert emulator.clusters() == [cluster.cloud_name]
 
-    monkeypatch.setattr(cluster_services, "record_created", real_record)
+    monkeypatch.setattr(provisioning, "record_created", real_record)
     for _ in range(2):  # the redelivered message, and one more for good measure
-        cluster_services.provision(cluster.pk)
+        provision(cluster.pk)
     cluster.refresh_from_db()
     assert cluster.status == Cluster.Status.IN_SERVICE
     assert emulator.clusters() == [cluster.cloud_name]
@@ -161,7 +173,7 @@ def test_permanent_error_fails_with_the_clouds_message_and_retry_uses_a_new_name
     org.cloud_settings.save()
     seed_scripts(org)  # the scripts are there, but HyperPod only reads s3://sagemaker… buckets
     cluster = create(org, allocation, actor)
-    assert cluster_services.provision(cluster.pk) == "failed"
+    assert provision(cluster.pk) == "failed"
     cluster.refresh_from_db()
     assert cluster.status == Cluster.Status.FAILED
     assert "does not start with 's3://sagemaker'" in cluster.status_message
@@ -172,12 +184,12 @@ def test_permanent_error_fails_with_the_clouds_message_and_retry_uses_a_new_name
     Cluster.objects.filter(pk=cluster.pk).update(lifecycle_s3_uri=org.cloud_settings.lifecycle_s3_uri)
     cluster.refresh_from_db()
     with django_capture_on_commit_callbacks() as callbacks:
-        cluster_services.retry_cluster(cluster=cluster, actor=actor)
+        retry_cluster(cluster=cluster, actor=actor)
     cluster.refresh_from_db()
     assert (cluster.status, cluster.attempt) == (Cluster.Status.REQUESTED, 2)
     assert cluster.cloud_name == f"fmp-{cluster.pk}-llm-pretrain-r2"
     assert len(callbacks) == 2  # clean up attempt 1's name, provision attempt 2
-    cluster_services.provision(cluster.pk)
+    provision(cluster.pk)
     cluster.refresh_from_db()
     assert cluster.status == Cluster.Status.IN_SERVICE
 
@@ -185,14 +197,14 @@ def test_permanent_error_fails_with_the_clouds_message_and_retry_uses_a_new_name
 def test_a_cluster_that_is_not_failed_cannot_be_retried(org, actor):
     cluster = ClusterFactory(organization=org)
     with pytest.raises(ValidationError, match="failed to provision"):
-        cluster_services.retry_cluster(cluster=cluster, actor=actor)
+        retry_cluster(cluster=cluster, actor=actor)
 
 
 def test_cloud_reporting_failed_lands_its_message_on_the_cluster(org, allocation, actor, emulator):
     cluster = create(org, allocation, actor)
-    cluster_services.provision(cluster.pk)
+    provision(cluster.pk)
     emulator.set_cluster_status(cluster.cloud_name, "Failed", "InsufficientInstanceCapacity for ml.p5.48xlarge")
-    cluster_services.poll_clusters([cluster.pk])
+    poll_clusters([cluster.pk])
     cluster.refresh_from_db()
     assert cluster.status == Cluster.Status.FAILED
     assert cluster.status_message == "InsufficientInstanceCapacity for ml.p5.48xlarge"
@@ -208,7 +220,7 @@ class ThrottledProvider:
 
 def test_transient_errors_are_retried_by_the_task_then_land_on_the_cluster(org, allocation, actor, monkeypatch):
     cluster = create(org, allocation, actor)
-    monkeypatch.setattr(cluster_services, "provider_for", lambda cluster: ThrottledProvider())
+    monkeypatch.setattr(provisioning, "provider_for", lambda cluster: ThrottledProvider())
     ThrottledProvider.calls = 0
     cluster_tasks.provision_cluster.apply(args=[cluster.pk])  # eager: retries run inline, without waiting
     assert ThrottledProvider.calls == cluster_tasks.MAX_RETRIES + 1
@@ -227,7 +239,7 @@ def test_backoff_grows_exponentially_and_stays_below_the_visibility_timeout():
 
 def test_a_transition_the_lifecycle_does_not_allow_changes_nothing(org):
     cluster = ClusterFactory(organization=org, status=Cluster.Status.DELETED)
-    assert cluster_services.transition(cluster_id=cluster.pk, to=Cluster.Status.IN_SERVICE) is False
+    assert transition(cluster_id=cluster.pk, to=Cluster.Status.IN_SERVICE) is False
     cluster.refresh_from_db()
     assert cluster.status == Cluster.Status.DELETED
     assert not ClusterEvent.objects.exists()
@@ -235,12 +247,10 @@ def test_a_transition_the_lifecycle_does_not_allow_changes_nothing(org):
 
 def test_a_stale_poll_cannot_resurrect_a_cluster_being_deleted(org, allocation, actor, emulator):
     cluster = create(org, allocation, actor)
-    cluster_services.provision(cluster.pk)
+    provision(cluster.pk)
     stale = Cluster.objects.get(pk=cluster.pk)  # read by a poll before the user clicked delete
-    cluster_services.request_delete(cluster=cluster, actor=actor)
-    cluster_services.apply_description(
-        stale, ClusterDescription(name=stale.cloud_name, status=CloudStatus.IN_SERVICE), nodes=[]
-    )
+    request_delete(cluster=cluster, actor=actor)
+    apply_description(stale, ClusterDescription(name=stale.cloud_name, status=CloudStatus.IN_SERVICE), nodes=[])
     cluster.refresh_from_db()
     assert cluster.status == Cluster.Status.DELETING
 
@@ -251,8 +261,8 @@ def test_a_stale_poll_cannot_resurrect_a_cluster_being_deleted(org, allocation, 
 @pytest.fixture
 def running(org, allocation, actor, emulator):
     cluster = create(org, allocation, actor)
-    cluster_services.provision(cluster.pk)
-    cluster_services.poll_clusters([cluster.pk])
+    provision(cluster.pk)
+    poll_clusters([cluster.pk])
     cluster.refresh_from_db()
     return cluster
 
@@ -266,7 +276,7 @@ def test_poll_syncs_nodes_and_opens_one_interval_per_node(running):
     ]
     for _ in range(3):
         Cluster.objects.filter(pk=running.pk).update(last_polled_at=None)
-        cluster_services.poll_clusters([running.pk])
+        poll_clusters([running.pk])
     intervals = NodeInterval.objects.filter(cluster=running)
     assert intervals.count() == 3  # repeated polls extend, never add
     assert all(i.ended_at is None for i in intervals)
@@ -276,8 +286,8 @@ def test_poll_syncs_nodes_and_opens_one_interval_per_node(running):
 
 def test_failed_node_degrades_the_cluster_until_it_recovers(running, emulator):
     emulator.set_node_status(running.cloud_name, "workers-p5-48xlarge-1", "Failure")
-    cluster_services.poll_clusters([running.pk])
-    cluster_services.poll_clusters([running.pk])  # the same failure seen twice is one event
+    poll_clusters([running.pk])
+    poll_clusters([running.pk])  # the same failure seen twice is one event
     running.refresh_from_db()
     assert running.status == Cluster.Status.DEGRADED
     (event,) = HealthEvent.objects.filter(cluster=running)
@@ -285,7 +295,7 @@ def test_failed_node_degrades_the_cluster_until_it_recovers(running, emulator):
     assert event.resolved_at is None
 
     emulator.set_node_status(running.cloud_name, "workers-p5-48xlarge-1", "Running")
-    cluster_services.poll_clusters([running.pk])
+    poll_clusters([running.pk])
     running.refresh_from_db()
     event.refresh_from_db()
     assert running.status == Cluster.Status.IN_SERVICE
@@ -295,7 +305,7 @@ def test_failed_node_degrades_the_cluster_until_it_recovers(running, emulator):
 
 def test_replaced_node_closes_its_interval_and_opens_one_for_the_replacement(running, emulator):
     emulator.replace_node(running.cloud_name, "workers-p5-48xlarge-0", "workers-p5-48xlarge-9")
-    cluster_services.poll_clusters([running.pk])
+    poll_clusters([running.pk])
     old = NodeInterval.objects.get(instance_id="workers-p5-48xlarge-0")
     new = NodeInterval.objects.get(instance_id="workers-p5-48xlarge-9")
     assert old.ended_at is not None and new.ended_at is None
@@ -309,7 +319,7 @@ def test_replaced_node_closes_its_interval_and_opens_one_for_the_replacement(run
 
 def test_a_node_gone_without_replacement_keeps_the_cluster_degraded(running, emulator):
     del emulator.cluster(running.cloud_name).nodes["workers-p5-48xlarge-1"]
-    cluster_services.poll_clusters([running.pk])
+    poll_clusters([running.pk])
     running.refresh_from_db()
     assert running.status == Cluster.Status.DEGRADED
     assert HealthEvent.objects.get(kind=HealthEvent.Kind.NODE_REPLACED).resolved_at is None
@@ -317,15 +327,15 @@ def test_a_node_gone_without_replacement_keeps_the_cluster_degraded(running, emu
 
 def test_delete_closes_every_interval_and_ends_deleted(running, actor, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks() as callbacks:
-        cluster_services.request_delete(cluster=running, actor=actor)
+        request_delete(cluster=running, actor=actor)
     assert len(callbacks) == 1
     running.refresh_from_db()
     assert running.status == Cluster.Status.DELETING
-    assert cluster_services.delete(running.pk) == "deleted"
+    assert delete(running.pk) == "deleted"
     running.refresh_from_db()
     assert running.status == Cluster.Status.DELETED
     assert not NodeInterval.objects.filter(cluster=running, ended_at=None).exists()
-    assert cluster_services.delete(running.pk) == "skipped"  # a redelivered delete does nothing
+    assert delete(running.pk) == "skipped"  # a redelivered delete does nothing
 
 
 def test_revoking_the_allocation_deletes_its_clusters(
@@ -344,7 +354,7 @@ def test_revoking_the_allocation_deletes_its_clusters(
         gone.name: Cluster.Status.DELETED,
         elsewhere.name: Cluster.Status.REQUESTED,  # another allocation's cluster stays
     }
-    assert cluster_services.delete(running.pk) == "deleted"  # what the queued task does, against the emulator
+    assert delete(running.pk) == "deleted"  # what the queued task does, against the emulator
     event = running.events.get(to_status=Cluster.Status.DELETING)
     assert (event.actor, event.message) == (manager, "Deletion requested: its allocation was revoked")
     assert "clusters are being deleted" in mailoutbox[-1].body and f"/orgs/{org.slug}/capacity/" in mailoutbox[-1].body
@@ -362,14 +372,14 @@ def test_revoking_an_allocation_another_cluster_draws_on_deletes_it_if_it_no_lon
 
 
 def test_deleted_or_deleting_cluster_cannot_be_deleted_again(running, actor):
-    cluster_services.request_delete(cluster=running, actor=actor)
+    request_delete(cluster=running, actor=actor)
     with pytest.raises(ValidationError, match="cannot be deleted"):
-        cluster_services.request_delete(cluster=running, actor=actor)
+        request_delete(cluster=running, actor=actor)
 
 
 def test_cluster_deleted_outside_the_portal_fails_visibly(running, emulator):
     del emulator.backend.clusters[running.cloud_name]
-    cluster_services.poll_clusters([running.pk])
+    poll_clusters([running.pk])
     running.refresh_from_db()
     assert running.status == Cluster.Status.FAILED
     assert "no longer exists in AWS" in running.status_message
@@ -388,9 +398,9 @@ def test_beat_fans_clusters_out_in_batches(org, monkeypatch):
 
 
 def test_a_cluster_polled_moments_ago_is_skipped_by_the_next_tick(running):
-    assert running.pk not in cluster_services.cluster_ids_to_poll()
+    assert running.pk not in cluster_ids_to_poll()
     Cluster.objects.filter(pk=running.pk).update(last_polled_at=None)
-    assert running.pk in cluster_services.cluster_ids_to_poll()
+    assert running.pk in cluster_ids_to_poll()
 
 
 def test_cloud_settings_without_a_security_group_are_refused_before_any_cloud_call(org, allocation, actor):
@@ -401,32 +411,33 @@ def test_cloud_settings_without_a_security_group_are_refused_before_any_cloud_ca
     assert not Cluster.objects.exists()
 
 
-def test_node_hours_count_closed_intervals_to_their_end_and_open_ones_to_now(running, emulator):
+def test_node_hours_count_closed_intervals_to_their_end_and_open_ones_to_the_last_poll_that_saw_them(running, emulator):
     from datetime import timedelta
 
-    from django.utils import timezone
+    import time_machine
+    from django.db.models import F
 
-    now = timezone.now()
-    NodeInterval.objects.filter(cluster=running).update(started_at=now - timedelta(hours=3))
-    assert cluster_services.node_hours(running, now=now) == pytest.approx(3 * 3)
-    cluster_services.poll_clusters([running.pk])  # polling again never adds hours of its own
-    assert cluster_services.node_hours(running, now=now) == pytest.approx(3 * 3)
+    NodeInterval.objects.filter(cluster=running).update(started_at=F("last_seen_at") - timedelta(hours=3))
+    assert node_hours(running) == pytest.approx(3 * 3)  # 3 nodes (controller included), 3 hours each
+    with time_machine.travel(timezone.now() + timedelta(hours=1)):
+        # Time passing alone adds nothing: a stopped poller must not invent usage.
+        assert node_hours(running) == pytest.approx(3 * 3)
+        poll_clusters([running.pk])  # the next poll sees them still running, an hour later
+        assert node_hours(running) == pytest.approx(3 * 4, abs=0.01)
 
-    del emulator.cluster(running.cloud_name).nodes["workers-p5-48xlarge-1"]  # terminated
-    cluster_services.poll_clusters([running.pk])
+        del emulator.cluster(running.cloud_name).nodes["workers-p5-48xlarge-1"]  # terminated
+        poll_clusters([running.pk])
     closed = NodeInterval.objects.get(instance_id="workers-p5-48xlarge-1")
-    assert closed.ended_at is not None
-    later = closed.ended_at + timedelta(hours=1)
-    ran = (closed.ended_at - closed.started_at).total_seconds() / 3600
-    assert cluster_services.node_hours(running, now=later) == pytest.approx(ran + 2 * (ran + 1))
+    assert closed.ended_at is not None and closed.last_seen_at == closed.ended_at
+    assert node_hours(running) == pytest.approx(3 * 4, abs=0.01)
 
 
 def test_a_node_back_after_a_missed_listing_restarts_where_its_interval_ended(running, emulator):
     nodes = emulator.cluster(running.cloud_name).nodes
     node = nodes.pop("workers-p5-48xlarge-1")
-    cluster_services.poll_clusters([running.pk])
+    poll_clusters([running.pk])
     nodes["workers-p5-48xlarge-1"] = node  # listed again, same instance, same launch time
-    cluster_services.poll_clusters([running.pk])
+    poll_clusters([running.pk])
     first, second = NodeInterval.objects.filter(instance_id="workers-p5-48xlarge-1").order_by("started_at")
     assert first.ended_at is not None and second.ended_at is None
     assert second.started_at == first.ended_at  # not its launch time: that stretch is counted already
@@ -436,7 +447,7 @@ def test_one_clusters_cloud_error_does_not_stop_the_rest_of_the_batch(running, o
     broken = ClusterFactory(organization=other_org)  # its org's role is not assumable: no role ARN
     type(other_org).objects.filter(pk=other_org.pk).update(role_arn="")
     emulator.set_node_status(running.cloud_name, "workers-p5-48xlarge-0", "Failure")
-    outcome = cluster_services.poll_clusters([broken.pk, running.pk])
+    outcome = poll_clusters([broken.pk, running.pk])
     assert outcome == {"polled": 1, "errors": 1}
     running.refresh_from_db()
     broken.refresh_from_db()

@@ -19,7 +19,8 @@ from portal.cloud import clear_session_cache
 from tests.clusters.conftest import Emulator, seed_scripts
 from tests.factories import ActiveAllocationFactory, MembershipFactory, OrganizationFactory, OrgCloudSettingsFactory
 from tests.factories import instance_type as catalog_type
-from workloads import cluster_services, cluster_tasks
+from workloads.clusters import tasks as cluster_tasks
+from workloads.clusters.services import GroupRequest, create_cluster, request_delete
 from workloads.models import Cluster, HealthEvent
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("catalog")]
@@ -126,12 +127,12 @@ def test_requested_to_in_service_degraded_recovered_and_deleted_through_a_real_w
     monkeypatch.setattr(sagemaker_models.Cluster, "__init__", creating)
 
     with transaction.atomic():
-        cluster = cluster_services.create_cluster(
+        cluster = create_cluster(
             organization=org,
             allocation=allocation,
             name="llm",
             kind=Cluster.Kind.HYPERPOD_SLURM,
-            groups=[cluster_services.GroupRequest("p5.48xlarge", 2)],
+            groups=[GroupRequest("p5.48xlarge", 2)],
             actor=actor,
         )
         assert status(cluster) == "requested"
@@ -159,7 +160,7 @@ def test_requested_to_in_service_degraded_recovered_and_deleted_through_a_real_w
     event.refresh_from_db()
     assert event.resolved_at is not None
 
-    cluster_services.request_delete(cluster=Cluster.objects.get(pk=cluster.pk), actor=actor)
+    request_delete(cluster=Cluster.objects.get(pk=cluster.pk), actor=actor)
     wait_for(lambda: status(cluster) == "deleted", "deleted")
     assert emulator.clusters() == []
     assert list(cluster.events.order_by("pk").values_list("from_status", "to_status")) == [

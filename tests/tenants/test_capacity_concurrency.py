@@ -9,8 +9,8 @@ from django.core.exceptions import ValidationError
 from django.db import connection, connections
 from django.db.models import Sum
 
-from tenants import services
-from tenants.capacity import Span, peak_usage
+from tenants.capacity.decisions import approve_request
+from tenants.capacity.sweep import Span, peak_usage
 from tenants.models import Allocation, CapacityRequest
 from tests.factories import CapacityPoolFactory, CapacityRequestFactory, OrganizationFactory, ProgramFactory
 
@@ -61,7 +61,7 @@ def test_racing_approvals_never_overcommit_the_pool(manager):
         for i in range(RACERS)
     ]
 
-    results = race([lambda r=r: services.approve_request(user=manager, capacity_request=r) for r in requests])
+    results = race([lambda r=r: approve_request(user=manager, capacity_request=r) for r in requests])
 
     won = [r for r in results if isinstance(r, Allocation)]
     lost = [r for r in results if not isinstance(r, Allocation)]
@@ -81,7 +81,7 @@ def test_racing_approvals_never_overcommit_the_pool(manager):
 def test_the_same_request_approved_twice_at_once_gives_one_allocation(manager):
     pool = CapacityPoolFactory(program=ProgramFactory(), total_instances=127)
     request = CapacityRequestFactory(pool=pool, instance_count=8)
-    results = race([lambda: services.approve_request(user=manager, capacity_request=request)] * 6)
+    results = race([lambda: approve_request(user=manager, capacity_request=request)] * 6)
     assert sum(isinstance(r, Allocation) for r in results) == 1
     assert Allocation.objects.count() == 1
     errors = [r for r in results if not isinstance(r, Allocation)]

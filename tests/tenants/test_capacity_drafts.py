@@ -7,7 +7,7 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.urls import reverse
 
-from tenants import services
+from tenants.capacity.requests import Plan, edit_draft
 from tenants.models import AuditEvent, CapacityRequest
 from tests.factories import CapacityPoolFactory, CapacityRequestFactory, instance_type
 
@@ -30,8 +30,8 @@ def draft(pool, org, member):
     )
 
 
-def plan(**change) -> services.Plan:
-    return services.Plan(
+def plan(**change) -> Plan:
+    return Plan(
         **{
             "instance_type": instance_type("p5.48xlarge"),
             "region": "us-east-1",
@@ -54,7 +54,7 @@ def edits(request) -> list[AuditEvent]:
 
 
 def test_editing_a_draft_records_each_changed_field_with_the_actor(draft, member):
-    services.edit_draft(user=member, capacity_request=draft, plan=plan(instance_count=16, ends_on=date(2027, 2, 28)))
+    edit_draft(user=member, capacity_request=draft, plan=plan(instance_count=16, ends_on=date(2027, 2, 28)))
     draft.refresh_from_db()
     assert (draft.instance_count, draft.ends_on, draft.status) == (16, date(2027, 2, 28), Status.DRAFT)
     [event] = edits(draft)
@@ -63,12 +63,12 @@ def test_editing_a_draft_records_each_changed_field_with_the_actor(draft, member
 
 
 def test_an_edit_that_changes_nothing_records_nothing(draft, member):
-    services.edit_draft(user=member, capacity_request=draft, plan=plan())
+    edit_draft(user=member, capacity_request=draft, plan=plan())
     assert edits(draft) == []
 
 
 def test_an_edit_may_submit_the_draft_in_the_same_step(draft, member):
-    services.edit_draft(user=member, capacity_request=draft, submit=True, plan=plan(instance_count=4))
+    edit_draft(user=member, capacity_request=draft, submit=True, plan=plan(instance_count=4))
     draft.refresh_from_db()
     assert (draft.instance_count, draft.status) == (4, Status.SUBMITTED)
 
@@ -76,7 +76,7 @@ def test_an_edit_may_submit_the_draft_in_the_same_step(draft, member):
 def test_a_submitted_request_is_frozen(pool, org, member):
     submitted = CapacityRequestFactory(pool=pool, organization=org, created_by=member)
     with pytest.raises(ValidationError, match="Only a draft can be edited; this request is submitted"):
-        services.edit_draft(user=member, capacity_request=submitted, plan=plan(instance_count=1))
+        edit_draft(user=member, capacity_request=submitted, plan=plan(instance_count=1))
     submitted.refresh_from_db()
     assert submitted.instance_count == 8
 
@@ -95,7 +95,7 @@ def test_a_bad_edit_changes_nothing(draft, member, change, field):
     if "instance_type" in change:
         change = change | {"instance_type": instance_type(change["instance_type"])}
     with pytest.raises(ValidationError) as refused:
-        services.edit_draft(user=member, capacity_request=draft, plan=plan(**change))
+        edit_draft(user=member, capacity_request=draft, plan=plan(**change))
     assert field in refused.value.message_dict
     draft.refresh_from_db()
     assert (draft.instance_count, draft.pool_id, draft.ends_on) == (8, draft.pool.pk, date(2027, 1, 31))
@@ -104,7 +104,7 @@ def test_a_bad_edit_changes_nothing(draft, member, change, field):
 
 def test_staff_do_not_edit_a_tenants_draft(draft, manager):
     with pytest.raises(PermissionDenied):
-        services.edit_draft(user=manager, capacity_request=draft, plan=plan(instance_count=1))
+        edit_draft(user=manager, capacity_request=draft, plan=plan(instance_count=1))
 
 
 # --- Pages -------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 import re
-from datetime import date
+from datetime import date, datetime
 
 import pytest
 from django.db import connection
@@ -149,7 +149,7 @@ def test_an_active_allocation_offers_a_cluster_prefilled_from_it(member_client, 
     )
     scheduled = AllocationFactory(pool=pool, organization=org, starts_on=date(2027, 1, 1), ends_on=date(2027, 1, 31))
     page = member_client.get(reverse("capacity", args=[org.slug])).text
-    create = reverse("workloads:cluster-create", args=[org.slug])
+    create = reverse("clusters:create", args=[org.slug])
     assert f"{create}?allocation={active.pk}" in page
     assert f"{create}?allocation={scheduled.pk}" not in page  # nothing to build on before its first day
     form = member_client.get(f"{create}?allocation={active.pk}")
@@ -157,7 +157,17 @@ def test_an_active_allocation_offers_a_cluster_prefilled_from_it(member_client, 
     assert f'<option value="{active.pk}" selected>' in form.text
 
 
-def test_org_home_shows_instance_hours_granted_elapsed_remaining(member_client, org, pool):
+def test_org_home_shows_instance_hours_granted_ran_and_remaining(member_client, org, pool):
+    """Granted is the whole allocation; ran and utilization come from usage accounting (what the org's nodes
+    ran, not the calendar); remaining is what is left from now to the allocation's end."""
+    from zoneinfo import ZoneInfo
+
+    import time_machine
+
+    from workloads.models import NodeInterval
+    from workloads.usage import rollups
+
+    tokyo = ZoneInfo("Asia/Tokyo")
     AllocationFactory(
         pool=pool,
         organization=org,
@@ -166,10 +176,21 @@ def test_org_home_shows_instance_hours_granted_elapsed_remaining(member_client, 
         ends_on=date(2026, 12, 10),
         status=Allocation.Status.ACTIVE,
     )
-    response = member_client.get(reverse("org-home", args=[org.slug]))
-    # 20 days × 10 × 24 = 4,800 granted; 10 days elapsed by Dec 1 = 2,400; 2,400 remaining.
+    with time_machine.travel(datetime(2026, 12, 1, tzinfo=tokyo), tick=False):
+        for number in range(2):  # two nodes ran the first five days: 240 of the 2,400 instance-hours so far
+            NodeInterval.objects.create(
+                organization=org, instance_id=f"i-{number}", instance_type="p5.48xlarge", region="us-east-1",
+                started_at=datetime(2026, 11, 21, tzinfo=tokyo), ended_at=datetime(2026, 11, 26, tzinfo=tokyo),
+                last_seen_at=datetime(2026, 11, 26, tzinfo=tokyo),
+            )  # fmt: skip
+        rollups.mark_everything()
+        rollups.roll_up()
+        response = member_client.get(reverse("org-home", args=[org.slug]))
+    # 20 days × 10 × 24 = 4,800 granted; 240 ran (10% of the 2,400 so far); 10 days × 10 × 24 = 2,400 left.
     assert "4,800" in response.text
-    assert response.text.count("2,400") == 2
+    assert ">240<" in response.text and "10%" in response.text
+    assert "2,400" in response.text
+    assert "Elapsed" not in response.text
 
 
 def test_capacity_page_queries_do_not_grow(member_client, org, pool):

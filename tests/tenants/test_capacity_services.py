@@ -5,7 +5,10 @@ import time_machine
 from django.core import mail
 from django.core.exceptions import PermissionDenied, ValidationError
 
-from tenants import services
+from tenants.capacity.allocations import refresh_allocation_statuses, revoke_allocation
+from tenants.capacity.decisions import approve_request, reject_request
+from tenants.capacity.pools import check_pool_change
+from tenants.capacity.requests import Plan, create_request, submit_request, withdraw_request
 from tenants.models import Allocation, AuditEvent, CapacityRequest
 from tests.factories import (
     AllocationFactory,
@@ -35,13 +38,13 @@ def submitted(pool, count, start, end, org=None):
 
 def test_overlapping_windows_respect_the_pool(pool, manager):
     """Pool 127: A 100 Jan–Mar and B 27 Feb–Apr fit; C 1 in March does not; C in May does."""
-    a = services.approve_request(user=manager, capacity_request=submitted(pool, 100, d(1, 1), d(3, 31)))
-    b = services.approve_request(user=manager, capacity_request=submitted(pool, 27, d(2, 1), d(4, 30)))
+    a = approve_request(user=manager, capacity_request=submitted(pool, 100, d(1, 1), d(3, 31)))
+    b = approve_request(user=manager, capacity_request=submitted(pool, 27, d(2, 1), d(4, 30)))
     assert (a.instance_count, b.instance_count) == (100, 27)
 
     march = submitted(pool, 1, d(3, 1), d(3, 31))
     with pytest.raises(ValidationError) as refused:
-        services.approve_request(user=manager, capacity_request=march)
+        approve_request(user=manager, capacity_request=march)
     message = refused.value.message_dict["instance_count"][0]
     assert "on 2027-03-01" in message
     assert "127 of its 127 allocatable instances are already allocated" in message
@@ -50,26 +53,26 @@ def test_overlapping_windows_respect_the_pool(pool, manager):
     assert march.status == Status.SUBMITTED  # nothing changed
     assert Allocation.objects.count() == 2
 
-    may = services.approve_request(user=manager, capacity_request=submitted(pool, 1, d(5, 1), d(5, 31)))
+    may = approve_request(user=manager, capacity_request=submitted(pool, 1, d(5, 1), d(5, 31)))
     assert may.status == Allocation.Status.SCHEDULED
 
 
 def test_spare_instances_are_held_back(manager):
     pool = CapacityPoolFactory(program=ProgramFactory(), total_instances=64, spare_instances=2)
-    services.approve_request(user=manager, capacity_request=submitted(pool, 62, d(1, 1), d(1, 31)))
+    approve_request(user=manager, capacity_request=submitted(pool, 62, d(1, 1), d(1, 31)))
     with pytest.raises(ValidationError, match=r"\(free: 0, short by 2\)"):
-        services.approve_request(user=manager, capacity_request=submitted(pool, 2, d(1, 15), d(2, 15)))
+        approve_request(user=manager, capacity_request=submitted(pool, 2, d(1, 15), d(2, 15)))
 
 
 def test_revoked_allocations_free_their_capacity(pool, manager):
-    allocation = services.approve_request(user=manager, capacity_request=submitted(pool, 127, d(1, 1), d(1, 31)))
-    services.revoke_allocation(user=manager, allocation=allocation, reason="Project paused.")
-    assert services.approve_request(user=manager, capacity_request=submitted(pool, 127, d(1, 1), d(1, 31)))
+    allocation = approve_request(user=manager, capacity_request=submitted(pool, 127, d(1, 1), d(1, 31)))
+    revoke_allocation(user=manager, allocation=allocation, reason="Project paused.")
+    assert approve_request(user=manager, capacity_request=submitted(pool, 127, d(1, 1), d(1, 31)))
 
 
 def test_partial_approval_trims_count_and_window(pool, manager, member, org):
     request = submitted(pool, 32, d(1, 1), d(3, 31), org=org)
-    allocation = services.approve_request(
+    allocation = approve_request(
         user=manager, capacity_request=request, instance_count=16, ends_on=d(2, 28), comment="Half for now."
     )
     request.refresh_from_db()
@@ -91,7 +94,7 @@ def test_partial_approval_trims_count_and_window(pool, manager, member, org):
 def test_bad_approvals_are_refused_and_change_nothing(pool, manager, kwargs, field, text):
     request = submitted(pool, 32, d(1, 1), d(3, 31))
     with pytest.raises(ValidationError) as refused:
-        services.approve_request(user=manager, capacity_request=request, **kwargs)
+        approve_request(user=manager, capacity_request=request, **kwargs)
     assert text in refused.value.message_dict[field][0]
     request.refresh_from_db()
     assert request.status == Status.SUBMITTED
@@ -102,25 +105,25 @@ def test_bad_approvals_are_refused_and_change_nothing(pool, manager, kwargs, fie
 def test_only_submitted_requests_can_be_decided(pool, manager, status):
     request = CapacityRequestFactory(pool=pool, status=status)
     with pytest.raises(ValidationError, match="Only a submitted request can be decided"):
-        services.approve_request(user=manager, capacity_request=request)
+        approve_request(user=manager, capacity_request=request)
     with pytest.raises(ValidationError, match="Only a submitted request can be decided"):
-        services.reject_request(user=manager, capacity_request=request, comment="no")
+        reject_request(user=manager, capacity_request=request, comment="no")
 
 
 def test_tenants_and_support_cannot_decide(pool, member, org, support):
     request = submitted(pool, 1, d(1, 1), d(1, 31), org=org)
     for user in (member, support):
         with pytest.raises(PermissionDenied):
-            services.approve_request(user=user, capacity_request=request)
+            approve_request(user=user, capacity_request=request)
         with pytest.raises(PermissionDenied):
-            services.reject_request(user=user, capacity_request=request, comment="x")
+            reject_request(user=user, capacity_request=request, comment="x")
 
 
 def test_reject_needs_a_reason_and_notifies(pool, manager, member, org):
     request = submitted(pool, 1, d(1, 1), d(1, 31), org=org)
     with pytest.raises(ValidationError, match="why"):
-        services.reject_request(user=manager, capacity_request=request, comment="  ")
-    services.reject_request(user=manager, capacity_request=request, comment="Pool is full until May.")
+        reject_request(user=manager, capacity_request=request, comment="  ")
+    reject_request(user=manager, capacity_request=request, comment="Pool is full until May.")
     request.refresh_from_db()
     assert request.status == Status.REJECTED
 
@@ -131,7 +134,7 @@ def test_decision_emails_the_tenant_after_commit(
     settings.PORTAL_URL = "https://portal.example"
     request = submitted(pool, 8, d(1, 1), d(1, 31), org=org)
     with django_capture_on_commit_callbacks(execute=True):
-        services.approve_request(user=manager, capacity_request=request, instance_count=4, comment="Trimmed.")
+        approve_request(user=manager, capacity_request=request, instance_count=4, comment="Trimmed.")
     assert len(mail.outbox) == 1
     email = mail.outbox[0]
     assert member.email in email.to
@@ -150,8 +153,8 @@ def create(user, org, submit=False, base_allocation=None, **overrides):
         instance_type=instance_type("p5.48xlarge"), region="us-east-1", instance_count=8, starts_on=d(1, 1),
         ends_on=d(1, 31), justification="7B pre-training",
     ) | overrides  # fmt: skip
-    return services.create_request(
-        user=user, organization=org, plan=services.Plan(**plan), base_allocation=base_allocation, submit=submit
+    return create_request(
+        user=user, organization=org, plan=Plan(**plan), base_allocation=base_allocation, submit=submit
     )
 
 
@@ -166,12 +169,12 @@ def test_tenant_creates_and_submits(pool, member, org):
 def test_draft_then_submit_then_withdraw(pool, member, org):
     request = create(member, org)
     assert request.status == Status.DRAFT
-    services.submit_request(user=member, capacity_request=request)
-    services.withdraw_request(user=member, capacity_request=request)
+    submit_request(user=member, capacity_request=request)
+    withdraw_request(user=member, capacity_request=request)
     request.refresh_from_db()
     assert request.status == Status.WITHDRAWN
     with pytest.raises(ValidationError, match="Only a draft or a submitted request can be withdrawn"):
-        services.withdraw_request(user=member, capacity_request=request)
+        withdraw_request(user=member, capacity_request=request)
 
 
 @pytest.mark.parametrize(
@@ -223,11 +226,11 @@ def test_extension_must_name_own_allocation(pool, member, org, other_org):
 
 def test_statuses_move_with_the_calendar_and_rerun_is_a_no_op(pool, org):
     allocation = AllocationFactory(pool=pool, organization=org, starts_on=d(1, 1), ends_on=d(1, 31))
-    assert services.refresh_allocation_statuses(on=d(1, 1)) == 1
+    assert refresh_allocation_statuses(on=d(1, 1)) == 1
     allocation.refresh_from_db()
     assert allocation.status == Allocation.Status.ACTIVE
-    assert services.refresh_allocation_statuses(on=d(1, 1)) == 0
-    assert services.refresh_allocation_statuses(on=d(2, 1)) == 1
+    assert refresh_allocation_statuses(on=d(1, 1)) == 0
+    assert refresh_allocation_statuses(on=d(2, 1)) == 1
     allocation.refresh_from_db()
     assert allocation.status == Allocation.Status.EXPIRED
     events = AuditEvent.objects.filter(target_type="allocation", target_id=allocation.pk).order_by("pk")
@@ -237,8 +240,8 @@ def test_statuses_move_with_the_calendar_and_rerun_is_a_no_op(pool, org):
 def test_revoke_needs_a_reason_and_is_audited(pool, manager, org):
     allocation = AllocationFactory(pool=pool, organization=org)
     with pytest.raises(ValidationError):
-        services.revoke_allocation(user=manager, allocation=allocation, reason="")
-    services.revoke_allocation(user=manager, allocation=allocation, reason="Org left the program.")
+        revoke_allocation(user=manager, allocation=allocation, reason="")
+    revoke_allocation(user=manager, allocation=allocation, reason="Org left the program.")
     event = AuditEvent.objects.get(action="allocation.revoked")
     assert (event.actor, event.changes, event.comment) == (
         manager,
@@ -246,16 +249,16 @@ def test_revoke_needs_a_reason_and_is_audited(pool, manager, org):
         "Org left the program.",
     )
     with pytest.raises(ValidationError, match="already revoked"):
-        services.revoke_allocation(user=manager, allocation=allocation, reason="again")
+        revoke_allocation(user=manager, allocation=allocation, reason="again")
 
 
 def test_tenant_cannot_revoke(pool, member, org):
     with pytest.raises(PermissionDenied):
-        services.revoke_allocation(user=member, allocation=AllocationFactory(pool=pool, organization=org), reason="x")
+        revoke_allocation(user=member, allocation=AllocationFactory(pool=pool, organization=org), reason="x")
 
 
 def test_the_periodic_task_moves_statuses_and_is_safe_to_run_twice(pool, org):
-    from tenants.tasks import refresh_allocation_statuses
+    from tenants.capacity.tasks import refresh_allocation_statuses
 
     allocation = AllocationFactory(pool=pool, organization=org, starts_on=date(2026, 11, 1), ends_on=d(1, 31))
     assert refresh_allocation_statuses.apply().get() == 1
@@ -273,7 +276,7 @@ def test_program_staff_do_not_file_or_withdraw_tenant_requests(pool, org, member
             create(staff, org)
     request = create(member, org, submit=True)
     with pytest.raises(PermissionDenied):
-        services.withdraw_request(user=support, capacity_request=request)
+        withdraw_request(user=support, capacity_request=request)
     request.refresh_from_db()
     assert request.status == Status.SUBMITTED
 
@@ -315,21 +318,21 @@ def test_only_current_allocations_change(pool, member, org, status):
 def test_late_approval_starts_today_and_a_passed_window_is_refused(pool, manager):
     request = submitted(pool, 4, d(1, 1), d(1, 31))
     with time_machine.travel(date(2027, 1, 10), tick=False):
-        allocation = services.approve_request(user=manager, capacity_request=request)
+        allocation = approve_request(user=manager, capacity_request=request)
     assert (allocation.starts_on, allocation.status) == (d(1, 10), Allocation.Status.ACTIVE)
     old = submitted(pool, 4, d(1, 1), d(1, 31))
     with time_machine.travel(date(2027, 2, 10), tick=False), pytest.raises(ValidationError, match="has passed"):
-        services.approve_request(user=manager, capacity_request=old)
+        approve_request(user=manager, capacity_request=old)
 
 
 def test_a_pool_cannot_shrink_below_its_allocations(pool):
     AllocationFactory(pool=pool, instance_count=100, starts_on=d(2, 1), ends_on=d(2, 28))
     args = dict(total_instances=127, spare_instances=0, starts_on=pool.starts_on, ends_on=pool.ends_on)
-    services.check_pool_change(pool=pool, **args)  # unchanged: fine
+    check_pool_change(pool=pool, **args)  # unchanged: fine
     with pytest.raises(ValidationError, match="On 2027-02-01, 100 instances are allocated"):
-        services.check_pool_change(pool=pool, **(args | {"total_instances": 99}))
+        check_pool_change(pool=pool, **(args | {"total_instances": 99}))
     with pytest.raises(ValidationError, match="outside the new window"):
-        services.check_pool_change(pool=pool, **(args | {"ends_on": d(1, 31)}))
+        check_pool_change(pool=pool, **(args | {"ends_on": d(1, 31)}))
 
 
 def test_admin_pool_form_refuses_to_break_the_invariant(pool):

@@ -1,6 +1,6 @@
 from datetime import date
 
-from tenants.capacity import Peak, Span, peak_usage, usage_steps
+from tenants.capacity.sweep import Peak, Span, peak_usage, usage_steps
 
 
 def d(month: int, day: int) -> date:

@@ -5,7 +5,7 @@ from decimal import Decimal
 
 import pytest
 
-from tenants.estimate import Hardware, estimate
+from tenants.capacity.estimate import Hardware, estimate
 
 H100 = Hardware("p5.48xlarge", 8, 80, 989, Decimal("55.04"))
 TRN1 = Hardware("trn1.32xlarge", 16, 32, 190, Decimal("21.50"))

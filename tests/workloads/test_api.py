@@ -2,10 +2,12 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from portal.periods import this_week
 from tests.factories import MembershipFactory, OrganizationFactory, SupportCaseFactory, WorkloadFactory
 from tests.workloads.conftest import WORKLOAD_INPUT
-from workloads import services
 from workloads.models import ActionItem, CaseEvent, ReviewMeeting, SupportCase, Workload, WorkloadChange
+from workloads.review.services import save_review_meeting
+from workloads.support.services import add_comment, open_case
 
 pytestmark = pytest.mark.django_db
 SECRET = "INTERNAL the tenant keeps resubmitting the same broken job"
@@ -81,7 +83,7 @@ def test_bad_workload_input_is_400_with_the_field_and_writes_nothing(member_api,
 
 @pytest.mark.parametrize("new_case", [{}, {"title": ["a"], "category": "other", "severity": "s4"}])
 def test_a_malformed_new_case_is_400(manager_api, manager, org, new_case):
-    meeting, _created = services.save_review_meeting(user=manager, week_start=services.this_week())
+    meeting, _created = save_review_meeting(user=manager, week_start=this_week())
     body = {"meeting": meeting.pk, "organization": org.slug, "text": "x", "new_case": new_case}
     response = manager_api.post("/api/v1/action-items/", body, format="json")
     assert response.status_code == 400 and "new_case" in response.json()
@@ -152,15 +154,15 @@ def test_workload_filters_and_ordering(manager_api, org, other_org):
 
 @pytest.fixture
 def case(member, org, lead):
-    case = services.open_case(
+    case = open_case(
         user=member,
         organization=org,
         title="Node replacement",
         description="i-0abc is unhealthy",
         category="node_health",
     )
-    services.add_comment(user=lead, case=case, body="Replacing i-0abc now.")
-    services.add_comment(user=lead, case=case, body=SECRET, internal=True)
+    add_comment(user=lead, case=case, body="Replacing i-0abc now.")
+    add_comment(user=lead, case=case, body=SECRET, internal=True)
     return case
 
 
@@ -277,7 +279,7 @@ def test_case_filters(manager_api, case, other_org):
 
 
 def test_review_meetings_are_for_staff_only(member_api, manager):
-    meeting, _created = services.save_review_meeting(user=manager, week_start=services.this_week())
+    meeting, _created = save_review_meeting(user=manager, week_start=this_week())
     assert member_api.get("/api/v1/review-meetings/").status_code == 403
     assert member_api.get(f"/api/v1/review-meetings/{meeting.pk}/").status_code == 403
     assert member_api.post("/api/v1/review-meetings/", {"week": "2027-W05"}, format="json").status_code == 403
@@ -310,7 +312,7 @@ def test_meeting_attendees_must_be_program_staff(manager_api, member):
 
 
 def test_an_action_item_can_open_a_case_the_tenant_sees_without_the_review(manager_api, manager, member_api, org):
-    meeting, _created = services.save_review_meeting(user=manager, week_start=services.this_week())
+    meeting, _created = save_review_meeting(user=manager, week_start=this_week())
     response = manager_api.post(
         "/api/v1/action-items/",
         {
@@ -338,7 +340,7 @@ def test_an_action_item_can_open_a_case_the_tenant_sees_without_the_review(manag
 
 
 def test_an_action_item_cannot_link_a_case_of_another_org(manager_api, manager, org, other_org):
-    meeting, _created = services.save_review_meeting(user=manager, week_start=services.this_week())
+    meeting, _created = save_review_meeting(user=manager, week_start=this_week())
     theirs = SupportCaseFactory(organization=other_org)
     response = manager_api.post(
         "/api/v1/action-items/",

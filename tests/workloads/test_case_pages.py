@@ -5,22 +5,22 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from tests.factories import OrganizationFactory, SupportCaseFactory
-from workloads import services
 from workloads.models import CaseEvent, SupportCase
+from workloads.support.services import add_comment, open_case, update_case
 
 pytestmark = pytest.mark.django_db
 # Plain text on purpose: it must appear verbatim (not HTML-escaped) wherever it is shown.
 SECRET = "INTERNAL checkpoint cadence is the real problem"
-CASES = reverse("workloads:case-list")
+CASES = reverse("support:list")
 
 
 def detail(case) -> str:
-    return reverse("workloads:case-detail", args=[case.pk])
+    return reverse("support:detail", args=[case.pk])
 
 
 @pytest.fixture
 def case(member, org, lead):
-    return services.open_case(
+    return open_case(
         user=member, organization=org, title="Checkpoint writes stall", description="FSx at 100%", category="storage"
     )
 
@@ -33,7 +33,7 @@ def support_client(lead):
 
 
 def test_a_tenant_opens_a_case_from_the_form(member_client, member, org, lead, workload):
-    url = reverse("workloads:case-create", args=[org.slug])
+    url = reverse("support:create", args=[org.slug])
     assert workload.name in member_client.get(url, {"workload": workload.pk}).text
     response = member_client.post(
         url,
@@ -45,7 +45,7 @@ def test_a_tenant_opens_a_case_from_the_form(member_client, member, org, lead, w
 
 
 def test_bad_case_input_is_shown_and_nothing_is_written(member_client, org, other_workload):
-    url = reverse("workloads:case-create", args=[org.slug])
+    url = reverse("support:create", args=[org.slug])
     response = member_client.post(
         url, {"title": "", "category": "printer", "severity": "s1", "workload": other_workload.pk, "description": "x"}
     )
@@ -55,8 +55,8 @@ def test_bad_case_input_is_shown_and_nothing_is_written(member_client, org, othe
 
 
 def test_internal_notes_never_reach_a_tenants_page(member_client, support_client, case, lead):
-    services.add_comment(user=lead, case=case, body="We are looking at the FSx metrics.")
-    services.add_comment(user=lead, case=case, body=SECRET, internal=True)
+    add_comment(user=lead, case=case, body="We are looking at the FSx metrics.")
+    add_comment(user=lead, case=case, body=SECRET, internal=True)
 
     tenant = member_client.get(detail(case))
     assert "We are looking at the FSx metrics." in tenant.text
@@ -73,21 +73,21 @@ def test_internal_notes_never_reach_a_tenants_page(member_client, support_client
 
 
 def test_a_tenant_posting_an_internal_note_is_refused(member_client, case):
-    response = member_client.post(reverse("workloads:case-comment", args=[case.pk]), {"body": "x", "internal": "on"})
+    response = member_client.post(reverse("support:comment", args=[case.pk]), {"body": "x", "internal": "on"})
     assert response.status_code == 403
     assert case.events.count() == 1
 
 
 def test_commenting_by_htmx_returns_the_updated_case(member_client, case):
     response = member_client.post(
-        reverse("workloads:case-comment", args=[case.pk]), {"body": "Still stuck."}, headers={"HX-Request": "true"}
+        reverse("support:comment", args=[case.pk]), {"body": "Still stuck."}, headers={"HX-Request": "true"}
     )
     assert response.status_code == 200
     assert 'id="case-body"' in response.text and "Still stuck." in response.text and "<html" not in response.text
 
 
 def test_an_empty_comment_is_a_form_error(member_client, case):
-    url = reverse("workloads:case-comment", args=[case.pk])
+    url = reverse("support:comment", args=[case.pk])
     assert member_client.post(url, {"body": "  "}).status_code == 400
     htmx = member_client.post(url, {"body": ""}, headers={"HX-Request": "true"})
     assert htmx.status_code == 200 and "This field is required." in htmx.text  # htmx swaps the errors in
@@ -95,19 +95,19 @@ def test_an_empty_comment_is_a_form_error(member_client, case):
 
 
 def test_commenting_on_a_closed_case_says_to_reopen_it(member_client, case, lead):
-    services.update_case(user=lead, case=case, status="closed")
+    update_case(user=lead, case=case, status="closed")
     page = member_client.get(detail(case)).text
     assert "This case is closed. Reopen it to add a comment." in page and "Reopen the case" in page
-    response = member_client.post(reverse("workloads:case-comment", args=[case.pk]), {"body": "Back again"})
+    response = member_client.post(reverse("support:comment", args=[case.pk]), {"body": "Back again"})
     assert response.status_code == 400
     assert "This case is closed. Reopen it to add a comment." in response.text
     assert not case.events.filter(body="Back again").exists()
 
 
 def test_reopening_from_the_page(member_client, case, lead):
-    services.update_case(user=lead, case=case, status="closed")
+    update_case(user=lead, case=case, status="closed")
     response = member_client.post(
-        reverse("workloads:case-update", args=[case.pk]), {"status": "open", "severity": case.severity, "workload": ""}
+        reverse("support:update", args=[case.pk]), {"status": "open", "severity": case.severity, "workload": ""}
     )
     assert response.status_code == 302
     case.refresh_from_db()
@@ -117,7 +117,7 @@ def test_reopening_from_the_page(member_client, case, lead):
 
 def test_staff_change_status_and_assignee_and_each_change_is_one_event(support_client, case, manager):
     response = support_client.post(
-        reverse("workloads:case-update", args=[case.pk]),
+        reverse("support:update", args=[case.pk]),
         {"status": "waiting_on_tenant", "severity": case.severity, "assignee": manager.pk, "comment": "Need logs."},
         headers={"HX-Request": "true"},
     )
@@ -131,7 +131,7 @@ def test_a_tenant_is_not_offered_triage_and_cannot_force_it(member_client, case)
     page = member_client.get(detail(case)).text
     assert 'value="in_progress"' not in page and 'name="assignee"' not in page
     response = member_client.post(
-        reverse("workloads:case-update", args=[case.pk]), {"status": "in_progress", "severity": case.severity}
+        reverse("support:update", args=[case.pk]), {"status": "in_progress", "severity": case.severity}
     )
     assert response.status_code == 400 and "Select a valid choice" in response.text
     case.refresh_from_db()
@@ -140,7 +140,7 @@ def test_a_tenant_is_not_offered_triage_and_cannot_force_it(member_client, case)
 
 def test_the_page_shows_time_to_first_response_and_time_open(member_client, case, lead):
     SupportCase.objects.filter(pk=case.pk).update(created_at=case.created_at.replace(year=2020))
-    services.add_comment(user=lead, case=case, body="On it.")
+    add_comment(user=lead, case=case, body="On it.")
     text = member_client.get(detail(case)).text
     assert "First response" in text and "Time open" in text
     assert "after 6" in text  # six-plus years between the back-dated opening and the reply
@@ -186,12 +186,12 @@ def test_the_case_list_runs_a_fixed_number_of_queries(manager_client):
 
 
 def test_the_case_page_runs_a_fixed_number_of_queries(member_client, member, case, lead):
-    services.add_comment(user=lead, case=case, body="1")
+    add_comment(user=lead, case=case, body="1")
     with CaptureQueriesContext(connection) as small:
         member_client.get(detail(case))
     for n in range(20):
         staff = n % 2 == 0
-        services.add_comment(user=lead if staff else member, case=case, body=str(n), internal=staff and n % 4 == 0)
+        add_comment(user=lead if staff else member, case=case, body=str(n), internal=staff and n % 4 == 0)
     with CaptureQueriesContext(connection) as large:
         member_client.get(detail(case))
     assert len(large) == len(small)

@@ -7,9 +7,10 @@ from django.core import mail
 from portal.celery import app as celery_app
 from tenants.models import StaffRole
 from tests.factories import StaffRoleFactory
-from workloads import services
 from workloads.models import CaseEvent
-from workloads.tasks import notify_case_event
+from workloads.support.notifications import send_case_event_email
+from workloads.support.services import add_comment, open_case
+from workloads.support.tasks import notify_case_event
 
 pytestmark = pytest.mark.django_db
 SECRET = "Internal: their NCCL build is ancient, push them to 2.21"
@@ -27,7 +28,7 @@ def recipients() -> list[str]:
 @pytest.fixture
 def case(member, org, lead, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        case = services.open_case(
+        case = open_case(
             user=member, organization=org, title="NCCL hangs", description="all_reduce stalls", category="networking"
         )
     return case
@@ -45,10 +46,10 @@ def test_a_staff_reply_reaches_the_tenants_on_the_case(
     case, lead, member, colleague, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=True):
-        services.add_comment(user=colleague, case=case, body="Seeing it on our side too.")
+        add_comment(user=colleague, case=case, body="Seeing it on our side too.")
     mail.outbox.clear()
     with django_capture_on_commit_callbacks(execute=True):
-        services.add_comment(user=lead, case=case, body="Please set NCCL_DEBUG=INFO and rerun.")
+        add_comment(user=lead, case=case, body="Please set NCCL_DEBUG=INFO and rerun.")
     assert recipients() == sorted([member.email, colleague.email])
     assert all("NCCL_DEBUG=INFO" in m.body for m in mail.outbox)
     # One message per person: nobody sees the other participants' addresses.
@@ -58,12 +59,12 @@ def test_a_staff_reply_reaches_the_tenants_on_the_case(
 def test_internal_notes_are_never_mailed_to_a_tenant(case, lead, member, colleague, django_capture_on_commit_callbacks):
     other_engineer = StaffRoleFactory(role=StaffRole.Role.SUPPORT_ENGINEER).user
     with django_capture_on_commit_callbacks(execute=True):
-        services.add_comment(user=colleague, case=case, body="Me too.")
-        services.add_comment(user=other_engineer, case=case, body="Looking.", internal=True)
+        add_comment(user=colleague, case=case, body="Me too.")
+        add_comment(user=other_engineer, case=case, body="Looking.", internal=True)
     mail.outbox.clear()
 
     with django_capture_on_commit_callbacks(execute=True):
-        services.add_comment(user=lead, case=case, body=SECRET, internal=True)
+        add_comment(user=lead, case=case, body=SECRET, internal=True)
 
     assert recipients() == [other_engineer.email]  # staff on the case only; the lead wrote it
     assert "INTERNAL NOTE" in mail.outbox[0].body and SECRET in mail.outbox[0].body
@@ -75,7 +76,7 @@ def test_a_removed_member_is_no_longer_mailed(case, lead, member, org, django_ca
     org.memberships.filter(user=member).delete()
     mail.outbox.clear()
     with django_capture_on_commit_callbacks(execute=True):
-        services.add_comment(user=lead, case=case, body="Fixed.")
+        add_comment(user=lead, case=case, body="Fixed.")
     assert member.email not in recipients()
 
 
@@ -83,7 +84,7 @@ def test_with_no_staff_on_the_case_the_program_managers_hear_of_it(
     member, org, manager, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=True):
-        services.open_case(user=member, organization=org, title="Help", description="?", category="other")
+        open_case(user=member, organization=org, title="Help", description="?", category="other")
     assert recipients() == [manager.email]
 
 
@@ -101,12 +102,12 @@ def test_a_mail_server_failure_gives_the_claim_back_for_the_retry(case, lead):
     event = case.events.get()
     CaseEvent.objects.filter(pk=event.pk).update(notified_at=None)
     mail.outbox.clear()
-    with mock.patch("workloads.services.get_connection") as connection:
+    with mock.patch("workloads.support.notifications.get_connection") as connection:
         connection.return_value.send_messages.side_effect = smtplib.SMTPServerDisconnected("gone")
         with pytest.raises(smtplib.SMTPServerDisconnected):
-            services.send_case_event_email(event_id=event.pk)
+            send_case_event_email(event_id=event.pk)
     assert CaseEvent.objects.get(pk=event.pk).notified_at is None
-    assert services.send_case_event_email(event_id=event.pk) == 1
+    assert send_case_event_email(event_id=event.pk) == 1
     assert recipients() == [lead.email]
 
 
@@ -115,7 +116,7 @@ def test_the_task_retries_transient_mail_errors_only(case, error, attempts):
     celery_app.conf.task_eager_propagates = False  # the eager_celery fixture restores it
     event = case.events.get()
     CaseEvent.objects.filter(pk=event.pk).update(notified_at=None)
-    with mock.patch("workloads.services.get_connection") as connection:
+    with mock.patch("workloads.support.notifications.get_connection") as connection:
         connection.return_value.send_messages.side_effect = error
         result = notify_case_event.apply(args=[event.pk], throw=False)
     # Eager mode runs the retries at once: the first try plus max_retries=6 for a transient error.

@@ -9,10 +9,13 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from portal.periods import iso_week, parse_iso_week, this_week
 from tests.factories import OrganizationFactory, SupportCaseFactory, WorkloadFactory
-from workloads import services
 from workloads.models import ActionItem
-from workloads.review import build_week, iso_week, parse_iso_week
+from workloads.records.services import create_workload, update_workload
+from workloads.review.figures import build_week
+from workloads.review.services import add_action_item, save_review_meeting, set_action_item_done
+from workloads.support.services import add_comment, open_case, update_case
 
 pytestmark = pytest.mark.django_db
 TOKYO = ZoneInfo("Asia/Tokyo")
@@ -32,7 +35,7 @@ def at(moment: str):
 
 def opened(user, org, title: str, when: str):
     with at(when):
-        return services.open_case(user=user, organization=org, title=title, description=title, category="other")
+        return open_case(user=user, organization=org, title=title, description=title, category="other")
 
 
 @pytest.fixture
@@ -44,54 +47,54 @@ def week(org, other_org, member, outsider, lead, manager):
     # Alpha
     cases["a_stale"] = opened(member, org, "a_stale", "2027-02-20 09:00")
     with at("2027-02-25 09:00"):
-        services.add_comment(user=lead, case=cases["a_stale"], body="Looking.")
+        add_comment(user=lead, case=cases["a_stale"], body="Looking.")
     cases["a_fresh"] = opened(member, org, "a_fresh", "2027-03-01 09:00")
     with at("2027-03-09 09:00"):
-        services.add_comment(user=lead, case=cases["a_fresh"], body="Update.")
+        add_comment(user=lead, case=cases["a_fresh"], body="Update.")
     cases["a_in_and_out"] = opened(member, org, "a_in_and_out", "2027-03-09 10:00")
     with at("2027-03-11 10:00"):
-        services.update_case(user=lead, case=cases["a_in_and_out"], status="resolved")
+        update_case(user=lead, case=cases["a_in_and_out"], status="resolved")
     cases["a_done_before"] = opened(member, org, "a_done_before", "2027-02-01 10:00")
     with at("2027-03-05 10:00"):
-        services.update_case(user=lead, case=cases["a_done_before"], status="closed")
+        update_case(user=lead, case=cases["a_done_before"], status="closed")
     cases["a_resolved_then_closed"] = opened(member, org, "a_resolved_then_closed", "2027-02-10 10:00")
     with at("2027-03-04 10:00"):
-        services.update_case(user=lead, case=cases["a_resolved_then_closed"], status="resolved")
+        update_case(user=lead, case=cases["a_resolved_then_closed"], status="resolved")
     with at("2027-03-09 10:00"):  # closing an already resolved case is not resolving it this week
-        services.update_case(user=member, case=cases["a_resolved_then_closed"], status="closed")
+        update_case(user=member, case=cases["a_resolved_then_closed"], status="closed")
     # Beta
     cases["b_stale_despite_note"] = opened(outsider, other_org, "b_stale_despite_note", "2027-03-01 09:00")
     with at("2027-03-02 09:00"):
-        services.add_comment(user=beta_lead, case=cases["b_stale_despite_note"], body="Asked for logs.")
+        add_comment(user=beta_lead, case=cases["b_stale_despite_note"], body="Asked for logs.")
     with at("2027-03-12 09:00"):
-        services.add_comment(user=beta_lead, case=cases["b_stale_despite_note"], body="ping?", internal=True)
+        add_comment(user=beta_lead, case=cases["b_stale_despite_note"], body="ping?", internal=True)
     cases["b_late_sunday"] = opened(outsider, other_org, "b_late_sunday", "2027-03-14 23:30")  # still W10 in Tokyo
     cases["b_next_week"] = opened(outsider, other_org, "b_next_week", "2027-03-15 00:30")  # Sunday in UTC, W11 here
     cases["b_reopened"] = opened(outsider, other_org, "b_reopened", "2027-02-22 09:00")
     with at("2027-03-03 09:00"):
-        services.update_case(user=beta_lead, case=cases["b_reopened"], status="resolved")
+        update_case(user=beta_lead, case=cases["b_reopened"], status="resolved")
     with at("2027-03-10 09:00"):
-        services.update_case(user=outsider, case=cases["b_reopened"], status="open")
+        update_case(user=outsider, case=cases["b_reopened"], status="open")
     # Workloads: Alpha records one in the week, Beta edits one in the week, Gamma edited one the week before.
     with at("2027-03-10 12:00"):
-        services.create_workload(user=member, organization=org, data={**base_workload(), "name": "alpha-new"})
+        create_workload(user=member, organization=org, data={**base_workload(), "name": "alpha-new"})
     beta_workload = WorkloadFactory(organization=other_org, name="beta-run")
     with at("2027-03-13 12:00"):
-        services.update_workload(user=outsider, workload=beta_workload, data={"status": "running", "notes": "go"})
+        update_workload(user=outsider, workload=beta_workload, data={"status": "running", "notes": "go"})
     gamma_workload = WorkloadFactory(organization=quiet, name="gamma-run")
     gamma_member = quiet.memberships.create(user=member).user
     with at("2027-03-06 12:00"):
-        services.update_workload(user=gamma_member, workload=gamma_workload, data={"status": "paused"})
+        update_workload(user=gamma_member, workload=gamma_workload, data={"status": "paused"})
     # Action items: last week's meeting left one open, one done before W10 and one done during W10.
     with at("2027-03-01 10:00"):
-        w09, _created = services.save_review_meeting(user=manager, week_start=date(2027, 3, 1), minutes="W09")
-        still_open = services.add_action_item(user=manager, meeting=w09, text="still_open", organization=org)
-        done_before = services.add_action_item(user=manager, meeting=w09, text="done_before")
-        done_during = services.add_action_item(user=manager, meeting=w09, text="done_during", organization=other_org)
+        w09, _created = save_review_meeting(user=manager, week_start=date(2027, 3, 1), minutes="W09")
+        still_open = add_action_item(user=manager, meeting=w09, text="still_open", organization=org)
+        done_before = add_action_item(user=manager, meeting=w09, text="done_before")
+        done_during = add_action_item(user=manager, meeting=w09, text="done_during", organization=other_org)
     with at("2027-03-05 10:00"):
-        services.set_action_item_done(user=manager, item=done_before, done=True)
+        set_action_item_done(user=manager, item=done_before, done=True)
     with at("2027-03-09 10:00"):
-        services.set_action_item_done(user=manager, item=done_during, done=True)
+        set_action_item_done(user=manager, item=done_during, done=True)
     return {"cases": cases, "quiet": quiet, "items": (still_open, done_before, done_during)}
 
 
@@ -149,7 +152,7 @@ def test_a_case_resolved_and_reopened_in_the_week_is_open_not_resolved(org, memb
     for each, changes in history.items():
         for when, status in changes:
             with at(when):
-                services.update_case(user=lead, case=each, status=status)
+                update_case(user=lead, case=each, status=status)
     with at("2027-03-20 09:00"):
         [row] = [r for r in build_week(week_start=W10, organizations=visible_organizations(manager)).organizations]
     assert titles(row.open_cases) == {"back_again"}
@@ -184,7 +187,7 @@ def test_the_current_week_counts_up_to_now(week, manager):
 
 def test_the_review_page_shows_the_figures(week, manager_client):
     with at("2027-03-20 09:00"):
-        response = manager_client.get(reverse("workloads:review-week", args=["2027-W10"]))
+        response = manager_client.get(reverse("review:week", args=["2027-W10"]))
     assert response.status_code == 200
     text = response.text
     assert "Weekly review 2027-W10" in text
@@ -194,23 +197,23 @@ def test_the_review_page_shows_the_figures(week, manager_client):
 
 
 def test_the_review_is_for_staff_only(member_client, support):
-    assert member_client.get(reverse("workloads:review-current")).status_code == 403
-    assert member_client.get(reverse("workloads:review-week", args=["2027-W10"])).status_code == 403
-    response = member_client.post(reverse("workloads:review-meeting-save", args=["2027-W10"]), {"minutes": "x"})
+    assert member_client.get(reverse("review:current")).status_code == 403
+    assert member_client.get(reverse("review:week", args=["2027-W10"])).status_code == 403
+    response = member_client.post(reverse("review:meeting-save", args=["2027-W10"]), {"minutes": "x"})
     assert response.status_code == 403
 
 
 def test_the_current_review_redirects_to_this_weeks_page(manager_client):
     with at("2027-03-14 23:59"):
-        assert manager_client.get(reverse("workloads:review-current"))["Location"].endswith("/review/2027-W10/")
+        assert manager_client.get(reverse("review:current"))["Location"].endswith("/review/2027-W10/")
     with at("2027-03-15 00:01"):
-        assert manager_client.get(reverse("workloads:review-current"))["Location"].endswith("/review/2027-W11/")
+        assert manager_client.get(reverse("review:current"))["Location"].endswith("/review/2027-W11/")
 
 
 @pytest.mark.parametrize("week", ["2027-10", "2027-W60", "nonsense", "2031-W01", "0001-W01"])
 def test_an_unknown_or_future_week_is_404(manager_client, week):
     with at("2027-03-10 12:00"):
-        assert manager_client.get(reverse("workloads:review-week", args=[week])).status_code == 404
+        assert manager_client.get(reverse("review:week", args=[week])).status_code == 404
 
 
 def test_parse_iso_week():
@@ -222,14 +225,14 @@ def test_parse_iso_week():
 
 def test_recording_the_meeting_and_action_items_from_the_page(manager_client, manager, support, org):
     with at("2027-03-10 12:00"):
-        url = reverse("workloads:review-meeting-save", args=["2027-W10"])
+        url = reverse("review:meeting-save", args=["2027-W10"])
         response = manager_client.post(
             url,
             {"attendees": [manager.pk, support.pk], "minutes": "Alpha needs storage help."},
             headers={"HX-Request": "true"},
         )
         assert response.status_code == 200 and 'id="meeting"' in response.text and "<html" not in response.text
-        add = reverse("workloads:review-action-item-add", args=["2027-W10"])
+        add = reverse("review:action-item-add", args=["2027-W10"])
         response = manager_client.post(
             add,
             {"text": "Open a storage case", "organization": org.pk, "open_case": "on", "case_title": "FSx sizing"},
@@ -248,11 +251,11 @@ def test_the_review_page_runs_a_fixed_number_of_queries(manager_client, manager,
         for _ in range(count):
             org = OrganizationFactory()
             case = SupportCaseFactory(organization=org)
-            services.add_comment(user=lead, case=case, body="x")
+            add_comment(user=lead, case=case, body="x")
             WorkloadFactory(organization=org)
 
-    url = reverse("workloads:review-week", args=[iso_week(services.this_week())])
-    services.save_review_meeting(user=manager, week_start=services.this_week())
+    url = reverse("review:week", args=[iso_week(this_week())])
+    save_review_meeting(user=manager, week_start=this_week())
     grow(2)
     with CaptureQueriesContext(connection) as small:
         assert manager_client.get(url).status_code == 200

@@ -8,11 +8,11 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from tests.factories import AllocationFactory, OrganizationFactory, WorkloadFactory
-from workloads import services
 from workloads.models import Workload, WorkloadChange
+from workloads.records.services import update_workload
 
 pytestmark = pytest.mark.django_db
-TRACKING = reverse("workloads:workload-tracking")
+TRACKING = reverse("records:tracking")
 DETAIL_LINK = re.compile(r'href="/workloads/\d+/"')
 
 FORM = {
@@ -145,7 +145,7 @@ def test_the_tracking_view_runs_a_fixed_number_of_queries(manager_client, org):
 def test_csv_export_follows_the_filters_and_neutralizes_formulas(member_client, org, other_workload, allocation):
     WorkloadFactory(organization=org, name="=HYPERLINK(evil)", framework="jax", allocation=allocation)
     WorkloadFactory(organization=org, name="fsdp-run", framework="pytorch_fsdp")
-    response = member_client.get(reverse("workloads:workload-export"), {"framework": "jax"})
+    response = member_client.get(reverse("records:export"), {"framework": "jax"})
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(response.content.decode())))
@@ -154,19 +154,19 @@ def test_csv_export_follows_the_filters_and_neutralizes_formulas(member_client, 
 
 
 def test_csv_export_rejects_bad_filters(member_client):
-    assert member_client.get(reverse("workloads:workload-export"), {"status": "nope"}).status_code == 400
+    assert member_client.get(reverse("records:export"), {"status": "nope"}).status_code == 400
 
 
 def test_the_csv_export_runs_a_fixed_number_of_queries(manager_client):
     WorkloadFactory.create_batch(3)
-    small = queries(manager_client, reverse("workloads:workload-export"))
+    small = queries(manager_client, reverse("records:export"))
     WorkloadFactory.create_batch(30, allocation=None)
-    assert queries(manager_client, reverse("workloads:workload-export")) == small
+    assert queries(manager_client, reverse("records:export")) == small
 
 
 def test_the_tracking_document_has_one_page_per_org(manager_client, workload, other_workload, allocation):
     Workload.objects.filter(pk=workload.pk).update(allocation=allocation)
-    response = manager_client.get(reverse("workloads:workload-print"))
+    response = manager_client.get(reverse("records:print"))
     assert response.status_code == 200
     assert response.text.count('class="print-page"') == 2
     assert workload.name in response.text and other_workload.name in response.text
@@ -174,15 +174,15 @@ def test_the_tracking_document_has_one_page_per_org(manager_client, workload, ot
 
 
 def test_a_searched_tracking_document_prints_only_the_orgs_it_found(manager_client, workload, other_workload):
-    everything = manager_client.get(reverse("workloads:workload-print"), {"q": ""})
+    everything = manager_client.get(reverse("records:print"), {"q": ""})
     assert everything.text.count('class="print-page"') == 2  # an empty search is no search
-    found = manager_client.get(reverse("workloads:workload-print"), {"q": other_workload.name})
+    found = manager_client.get(reverse("records:print"), {"q": other_workload.name})
     assert found.text.count('class="print-page"') == 1
     assert other_workload.organization.name in found.text and workload.organization.name not in found.text
 
 
 def test_a_tenants_tracking_document_is_its_own_org_only(member_client, workload, other_workload):
-    response = member_client.get(reverse("workloads:workload-print"))
+    response = member_client.get(reverse("records:print"))
     assert response.text.count('class="print-page"') == 1
     assert other_workload.name not in response.text and other_workload.organization.name not in response.text
 
@@ -194,22 +194,20 @@ def test_the_tracking_document_runs_a_fixed_number_of_queries(manager_client):
             WorkloadFactory.create_batch(2, organization=other, allocation=AllocationFactory(organization=other))
 
     grow(2)
-    small = queries(manager_client, reverse("workloads:workload-print"))
+    small = queries(manager_client, reverse("records:print"))
     grow(10)
-    assert queries(manager_client, reverse("workloads:workload-print")) == small
+    assert queries(manager_client, reverse("records:print")) == small
 
 
 # --- recording and editing -----------------------------------------------------------------------
 
 
 def test_a_member_records_a_workload_through_the_form(member_client, member, org, allocation):
-    url = reverse("workloads:workload-create", args=[org.slug])
+    url = reverse("records:create", args=[org.slug])
     assert member_client.get(url).status_code == 200
     response = member_client.post(url, {**FORM, "allocation": allocation.pk})
     workload = Workload.objects.get()
-    assert response.status_code == 302 and response["Location"] == reverse(
-        "workloads:workload-detail", args=[workload.pk]
-    )
+    assert response.status_code == 302 and response["Location"] == reverse("records:detail", args=[workload.pk])
     assert (workload.parameter_count, workload.target_tokens) == (405 * 10**9, 15 * 10**12)
     assert workload.allocation == allocation and workload.created_by == member
     assert workload.changes.get().kind == WorkloadChange.Kind.CREATED
@@ -225,7 +223,7 @@ def test_a_member_records_a_workload_through_the_form(member_client, member, org
     ],
 )
 def test_bad_form_input_is_shown_and_nothing_is_written(member_client, org, change, message):
-    response = member_client.post(reverse("workloads:workload-create", args=[org.slug]), {**FORM, **change})
+    response = member_client.post(reverse("records:create", args=[org.slug]), {**FORM, **change})
     assert response.status_code == 400
     assert message in response.text
     assert not Workload.objects.exists()
@@ -233,7 +231,7 @@ def test_bad_form_input_is_shown_and_nothing_is_written(member_client, org, chan
 
 def test_another_orgs_allocation_is_not_a_choice(member_client, org, other_allocation):
     response = member_client.post(
-        reverse("workloads:workload-create", args=[org.slug]), {**FORM, "allocation": other_allocation.pk}
+        reverse("records:create", args=[org.slug]), {**FORM, "allocation": other_allocation.pk}
     )
     assert response.status_code == 400
     assert "Select a valid choice" in response.text
@@ -241,8 +239,8 @@ def test_another_orgs_allocation_is_not_a_choice(member_client, org, other_alloc
 
 
 def test_staff_cannot_open_the_workload_forms(manager_client, org, workload):
-    assert manager_client.get(reverse("workloads:workload-create", args=[org.slug])).status_code == 403
-    assert manager_client.post(reverse("workloads:workload-edit", args=[workload.pk]), FORM).status_code == 403
+    assert manager_client.get(reverse("records:create", args=[org.slug])).status_code == 403
+    assert manager_client.post(reverse("records:edit", args=[workload.pk]), FORM).status_code == 403
     assert not workload.changes.exists()
 
 
@@ -250,7 +248,7 @@ def test_editing_records_only_the_fields_that_changed(member_client, member, wor
     form = {**FORM, "name": workload.name, "parameter_count": "8", "target_tokens": "2000", "data_parallel": "64"}
     form.update({"tensor_parallel": "1", "pipeline_parallel": "1", "framework": "pytorch_fsdp"})
     form.update({"model_name": workload.model_name, "status": "running"})
-    response = member_client.post(reverse("workloads:workload-edit", args=[workload.pk]), form)
+    response = member_client.post(reverse("records:edit", args=[workload.pk]), form)
     assert response.status_code == 302
     assert list(workload.changes.values_list("field", "old_value", "new_value", "actor")) == [
         ("status", "planned", "running", member.pk)
@@ -258,36 +256,34 @@ def test_editing_records_only_the_fields_that_changed(member_client, member, wor
 
 
 def test_the_detail_page_shows_the_history_with_who_changed_what(member_client, member, workload, manager_client):
-    services.update_workload(user=member, workload=workload, data={"status": "running", "data_parallel": 128})
-    text = member_client.get(reverse("workloads:workload-detail", args=[workload.pk])).text
+    update_workload(user=member, workload=workload, data={"status": "running", "data_parallel": 128})
+    text = member_client.get(reverse("records:detail", args=[workload.pk])).text
     assert "Data parallel degree" in text and "128" in text and member.username in text
     assert "Running" in text and "Edit" in text
-    staff_text = manager_client.get(reverse("workloads:workload-detail", args=[workload.pk])).text
+    staff_text = manager_client.get(reverse("records:detail", args=[workload.pk])).text
     assert "Data parallel degree" in staff_text and f"workloads/{workload.pk}/edit/" not in staff_text
 
 
 def test_the_detail_page_runs_a_fixed_number_of_queries(member_client, member, workload):
-    url = reverse("workloads:workload-detail", args=[workload.pk])
-    services.update_workload(user=member, workload=workload, data={"status": "running"})
+    url = reverse("records:detail", args=[workload.pk])
+    update_workload(user=member, workload=workload, data={"status": "running"})
     small = queries(member_client, url)
     for parallel in range(2, 30):
-        services.update_workload(
-            user=member, workload=workload, data={"data_parallel": parallel, "notes": str(parallel)}
-        )
+        update_workload(user=member, workload=workload, data={"data_parallel": parallel, "notes": str(parallel)})
     assert queries(member_client, url) == small
 
 
 def test_the_edit_form_shows_sizes_in_billions_as_plain_numbers(member_client, member, workload):
-    services.update_workload(
+    update_workload(
         user=member, workload=workload, data={"parameter_count": 70_000_000_000, "target_tokens": 1_500_000_000}
     )
-    page = member_client.get(reverse("workloads:workload-edit", args=[workload.pk])).text
+    page = member_client.get(reverse("records:edit", args=[workload.pk])).text
     assert 'name="parameter_count" value="70"' in page and 'name="target_tokens" value="1.5"' in page
 
 
 def test_sizes_beyond_any_model_get_field_errors_in_the_form(member_client, org):
     form = {**FORM, "parameter_count": "200000", "tensor_parallel": "1000000"}
-    response = member_client.post(reverse("workloads:workload-create", args=[org.slug]), form)
+    response = member_client.post(reverse("records:create", args=[org.slug]), form)
     assert response.status_code == 400
     assert "Ensure this value is less than or equal to 100000." in response.text  # billions, as typed
     assert "Ensure this value is less than or equal to 65536." in response.text
@@ -295,6 +291,6 @@ def test_sizes_beyond_any_model_get_field_errors_in_the_form(member_client, org)
 
 
 def test_history_groups_the_digits_of_counts(member_client, member, workload):
-    services.update_workload(user=member, workload=workload, data={"parameter_count": 70_000_000_000})
-    text = member_client.get(reverse("workloads:workload-detail", args=[workload.pk])).text
+    update_workload(user=member, workload=workload, data={"parameter_count": 70_000_000_000})
+    text = member_client.get(reverse("records:detail", args=[workload.pk])).text
     assert "70,000,000,000" in text and "70000000000" not in text

@@ -7,14 +7,14 @@ from django.http import Http404
 
 from tests.factories import WorkloadFactory
 from tests.workloads.conftest import WORKLOAD_INPUT
-from workloads import services
 from workloads.models import Workload, WorkloadChange
+from workloads.records.services import create_workload, update_workload
 
 pytestmark = pytest.mark.django_db
 
 
 def test_member_records_a_workload_and_its_creation_is_in_the_history(member, org):
-    workload = services.create_workload(user=member, organization=org, data=dict(WORKLOAD_INPUT))
+    workload = create_workload(user=member, organization=org, data=dict(WORKLOAD_INPUT))
 
     assert workload.organization == org and workload.created_by == member
     assert workload.world_size == 8 * 8 * 16
@@ -25,7 +25,7 @@ def test_member_records_a_workload_and_its_creation_is_in_the_history(member, or
 def test_history_records_each_changed_field_with_who_when_from_and_to(workload, colleague, allocation):
     when = datetime(2027, 2, 3, 1, 30, tzinfo=UTC)
     with time_machine.travel(when, tick=False):
-        services.update_workload(
+        update_workload(
             user=colleague,
             workload=workload,
             data={
@@ -55,23 +55,23 @@ def test_history_records_each_changed_field_with_who_when_from_and_to(workload, 
 
 
 def test_saving_the_same_values_records_nothing(workload, member):
-    services.update_workload(user=member, workload=workload, data={"status": workload.status, "name": workload.name})
+    update_workload(user=member, workload=workload, data={"status": workload.status, "name": workload.name})
     assert not workload.changes.exists()
 
 
 def test_program_staff_read_workloads_but_cannot_write_them(manager, workload, org):
     with pytest.raises(PermissionDenied):
-        services.update_workload(user=manager, workload=workload, data={"status": "running"})
+        update_workload(user=manager, workload=workload, data={"status": "running"})
     with pytest.raises(PermissionDenied):
-        services.create_workload(user=manager, organization=org, data=dict(WORKLOAD_INPUT))
+        create_workload(user=manager, organization=org, data=dict(WORKLOAD_INPUT))
     assert Workload.objects.count() == 1 and not WorkloadChange.objects.exists()
 
 
 def test_a_tenant_cannot_write_another_orgs_workload(outsider, workload, org):
     with pytest.raises(Http404):
-        services.update_workload(user=outsider, workload=workload, data={"status": "running"})
+        update_workload(user=outsider, workload=workload, data={"status": "running"})
     with pytest.raises(Http404):
-        services.create_workload(user=outsider, organization=org, data=dict(WORKLOAD_INPUT))
+        create_workload(user=outsider, organization=org, data=dict(WORKLOAD_INPUT))
 
 
 @pytest.mark.parametrize(
@@ -95,21 +95,21 @@ def test_a_tenant_cannot_write_another_orgs_workload(outsider, workload, org):
 )
 def test_bad_input_is_a_field_error_and_writes_nothing(member, org, change, field, message):
     with pytest.raises(ValidationError) as error:
-        services.create_workload(user=member, organization=org, data={**WORKLOAD_INPUT, **change})
+        create_workload(user=member, organization=org, data={**WORKLOAD_INPUT, **change})
     assert message in " ".join(error.value.message_dict[field])
     assert not Workload.objects.exists() and not WorkloadChange.objects.exists()
 
 
 def test_an_invalid_edit_changes_neither_the_record_nor_its_history(workload, member):
     with pytest.raises(ValidationError):
-        services.update_workload(user=member, workload=workload, data={"status": "running", "parameter_count": -1})
+        update_workload(user=member, workload=workload, data={"status": "running", "parameter_count": -1})
     workload.refresh_from_db()
     assert workload.status == "planned" and not workload.changes.exists()
 
 
 def test_another_orgs_allocation_cannot_be_linked(member, org, workload, other_allocation):
     with pytest.raises(ValidationError) as error:
-        services.update_workload(user=member, workload=workload, data={"allocation": other_allocation})
+        update_workload(user=member, workload=workload, data={"allocation": other_allocation})
     assert error.value.message_dict == {"allocation": ["This allocation belongs to another organization."]}
     workload.refresh_from_db()
     assert workload.allocation is None and not workload.changes.exists()
@@ -117,13 +117,13 @@ def test_another_orgs_allocation_cannot_be_linked(member, org, workload, other_a
 
 def test_names_are_unique_within_an_org_only(member, org, workload, other_org):
     with pytest.raises(ValidationError) as error:
-        services.create_workload(user=member, organization=org, data={**WORKLOAD_INPUT, "name": workload.name})
+        create_workload(user=member, organization=org, data={**WORKLOAD_INPUT, "name": workload.name})
     assert "already has a workload with this name" in error.value.message_dict["name"][0]
     WorkloadFactory(organization=other_org, name=workload.name)  # another org may use the same name
 
 
 def test_history_rows_cannot_be_edited(workload, member):
-    services.update_workload(user=member, workload=workload, data={"status": "running"})
+    update_workload(user=member, workload=workload, data={"status": "running"})
     change = workload.changes.get()
     change.new_value = "completed"
     with pytest.raises(ValueError, match="append-only"):

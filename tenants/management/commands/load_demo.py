@@ -12,7 +12,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.utils import timezone
 
-from tenants import services
+from tenants.audit import record_audit
+from tenants.capacity.allocations import refresh_allocation_statuses
 from tenants.models import (
     Allocation,
     CapacityPool,
@@ -143,7 +144,7 @@ class Command(BaseCommand):
                 organization=org, pool=pool, request=request, instance_count=count,
                 starts_on=request.starts_on, ends_on=request.ends_on,
             )  # fmt: skip
-        services.refresh_allocation_statuses()
+        refresh_allocation_statuses()
         # Next month, or the program's second month if it has not started yet.
         next_month = max(add_months(date.today().replace(day=1), 1), add_months(program.starts_on, 1))
         for org, (api_name, region), count, params, justification in (
@@ -159,9 +160,7 @@ class Command(BaseCommand):
             )  # fmt: skip
             for action, changes in (("request.created", {"instance_count": (None, count)}),
                                     ("request.submitted", {"status": ("draft", "submitted")})):  # fmt: skip
-                services.record_audit(
-                    actor=request.created_by, organization=org, action=action, target=request, changes=changes
-                )
+                record_audit(actor=request.created_by, organization=org, action=action, target=request, changes=changes)
 
     def _user(self, username: str, first: str, last: str, staff: str | None = None, admin: bool = False):
         user, created = get_user_model().objects.get_or_create(

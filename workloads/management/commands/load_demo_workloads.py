@@ -1,7 +1,7 @@
 """Demo workload records, support cases and a weekly review on top of `load_demo`. Idempotent.
 
-Everything is written through workloads.services, as a person would, so the demo has real history,
-case events and (console) emails. Refuses to run in production.
+Everything is written through the services (workloads.records, .support, .review), as a person would, so the
+demo has real history, case events and (console) emails. Refuses to run in production.
 """
 
 from datetime import timedelta
@@ -11,9 +11,12 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from portal.periods import this_week
 from tenants.models import Allocation, Organization
-from workloads import services
 from workloads.models import ReviewMeeting, SupportCase, Workload
+from workloads.records.services import create_workload, update_workload
+from workloads.review.services import add_action_item, save_review_meeting
+from workloads.support.services import add_comment, open_case
 
 # (org slug, tenant user, name, model, architecture, params B, active B, tokens B, framework, TP, PP, DP, EP,
 #  cluster type, storage, status)
@@ -172,16 +175,16 @@ class Command(BaseCommand):
                 "allocation": allocation,
                 "notes": "",
             }
-            workload = services.create_workload(user=users[username], organization=org, data=data)
+            workload = create_workload(user=users[username], organization=org, data=data)
             if status != "planned":  # a second edit, so the history shows a change
-                services.update_workload(user=users[username], workload=workload, data={"status": status})
+                update_workload(user=users[username], workload=workload, data={"status": status})
             created["workloads"] += 1
 
         for slug, username, title, category, severity, description, reply, note in CASES:
             org = orgs[slug]
             if SupportCase.objects.for_org(org).filter(title=title).exists():
                 continue
-            case = services.open_case(
+            case = open_case(
                 user=users[username],
                 organization=org,
                 title=title,
@@ -191,21 +194,21 @@ class Command(BaseCommand):
                 workload=Workload.objects.for_org(org).order_by("pk").first(),
             )
             if reply:
-                services.add_comment(user=users["support"], case=case, body=reply)
+                add_comment(user=users["support"], case=case, body=reply)
             if note:
-                services.add_comment(user=users["support"], case=case, body=note, internal=True)
+                add_comment(user=users["support"], case=case, body=note, internal=True)
             created["cases"] += 1
 
-        last_week = services.this_week() - timedelta(days=7)
+        last_week = this_week() - timedelta(days=7)
         new_meeting = not ReviewMeeting.objects.filter(week_start=last_week).exists()
         if new_meeting:
-            meeting, _created = services.save_review_meeting(
+            meeting, _created = save_review_meeting(
                 user=users["manager"],
                 week_start=last_week,
                 attendees=[users["manager"], users["support"]],
                 minutes="Sakura: EFA faults on two hosts, replacement under way. Kitsune: checkpoint throughput.",
             )
-            services.add_action_item(
+            add_action_item(
                 user=users["manager"],
                 meeting=meeting,
                 organization=orgs["kitsune-ai"],

@@ -1,0 +1,104 @@
+"""Chart geometry shared by every server-rendered SVG chart (the pool timeline now; the usage dashboards next).
+
+Charts are inline SVG drawn by templates from plain numbers computed here: no JavaScript, they swap cleanly
+with htmx and tests read them with the test client. A chart has a frame (its size and margins), scales that
+map days and values to pixels, round value ticks, month ticks, and a palette in a fixed order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+from django.utils.formats import date_format
+
+PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"]
+
+
+@dataclass(frozen=True)
+class Frame:
+    width: int = 960
+    height: int = 320
+    left: int = 56
+    right: int = 16
+    top: int = 16
+    bottom: int = 44
+
+    @property
+    def plot_w(self) -> int:
+        return self.width - self.left - self.right
+
+    @property
+    def plot_h(self) -> int:
+        return self.height - self.top - self.bottom
+
+    def as_dict(self) -> dict:
+        """What every chart template reads: the frame, the plot area and where its labels go."""
+        base = self.top + self.plot_h
+        return {
+            "width": self.width,
+            "height": self.height,
+            "left": self.left,
+            "right": self.right,
+            "top": self.top,
+            "bottom": self.bottom,
+            "plot_w": self.plot_w,
+            "plot_h": self.plot_h,
+            "x0": self.left,
+            "x1": self.left + self.plot_w,
+            "y_base": base,
+            "y_mid": round(self.top + self.plot_h / 2),
+            "y_tick": base + 4,
+            "y_label": base + 18,
+            "y_caption": self.height - 4,
+            "x_label": self.left - 6,
+        }
+
+
+@dataclass(frozen=True)
+class DayScale:
+    """Days [starts_on, ends_on] (inclusive) across the plot's width: a day is a band, x(day) its left edge."""
+
+    frame: Frame
+    starts_on: date
+    ends_on: date
+
+    @property
+    def days(self) -> int:
+        return (self.ends_on - self.starts_on).days + 1
+
+    def x(self, day: date) -> float:
+        return round(self.frame.left + self.frame.plot_w * (day - self.starts_on).days / self.days, 2)
+
+    def contains(self, day: date) -> bool:
+        return self.starts_on <= day <= self.ends_on
+
+    def months(self, *, min_room: int = 30) -> list[dict]:
+        """A tick at each month start inside the window, labelled 2027-03; none so close to the right edge
+        that its label would be cut."""
+        ticks, day = [], self.starts_on.replace(day=1)
+        while day <= self.ends_on:
+            if day >= self.starts_on and self.x(day) < self.frame.left + self.frame.plot_w - min_room:
+                ticks.append({"x": self.x(day), "label": date_format(day, "Y-m")})
+            day = (day + timedelta(days=32)).replace(day=1)
+        return ticks
+
+
+@dataclass(frozen=True)
+class ValueScale:
+    """Values [0, maximum] up the plot's height."""
+
+    frame: Frame
+    maximum: float
+
+    def y(self, value: float) -> float:
+        return round(self.frame.top + self.frame.plot_h * (1 - value / self.maximum), 2)
+
+    def ticks(self, *, marks: tuple[float, ...] = (), count: int = 6) -> list[dict]:
+        """Round ticks (multiples of 10 or more, about `count` of them) plus the `marks` (e.g. a capacity line);
+        a round tick too close to a mark gives way to it so labels never overlap."""
+        top = int(self.maximum)
+        step = max(10, round(top / count, -1))
+        room = self.maximum * 0.06
+        values = {t for t in range(0, top + 1, int(step)) if all(abs(t - m) > room for m in marks)} | set(marks)
+        return [{"y": self.y(v), "label": v} for v in sorted(values) if v <= self.maximum]

@@ -1,0 +1,58 @@
+"""What every page view shares: htmx fragments, forms with errors, sorting and paging.
+
+A view that can answer an htmx request with a fragment renders through `render_page` (or `render_form`): the
+response then varies on HX-Request, so a cache never hands the fragment to a full page load, and a history
+restore (htmx re-requesting a pushed URL it no longer has, e.g. after Back) gets the whole page. No view
+reads `request.htmx` itself (tests/test_pages.py keeps it so).
+"""
+
+from __future__ import annotations
+
+from django.core.paginator import Page, Paginator
+from django.db.models import QuerySet
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.utils.cache import patch_vary_headers
+
+
+def is_fragment(request) -> bool:
+    """An htmx request wants a fragment, except when htmx restores a pushed URL missing from its history
+    cache (back button): then it needs the whole page."""
+    htmx = getattr(request, "htmx", None)
+    return bool(htmx) and not htmx.history_restore_request
+
+
+def varies_on_htmx(response: HttpResponse) -> HttpResponse:
+    patch_vary_headers(response, ["HX-Request"])
+    return response
+
+
+def render_page(request, template: str, context: dict, *, fragment: str | None = None, status: int = 200):
+    """The page, or only its `{% partialdef fragment %}` when htmx asks for a fragment."""
+    if fragment and is_fragment(request):
+        return varies_on_htmx(render(request, f"{template}#{fragment}", context, status=status))
+    return varies_on_htmx(render(request, template, context, status=status))
+
+
+def render_form(request, template: str, context: dict, *, fragment: str | None = None, invalid: bool):
+    """Full pages with form errors answer 400; an htmx fragment answers 200 so htmx swaps the errors in."""
+    if fragment and is_fragment(request):
+        return render_page(request, template, context, fragment=fragment)
+    return render_page(request, template, context, status=400 if invalid else 200)
+
+
+def sort_by(queryset: QuerySet, sorts: dict[str, tuple[str, ...]], key: str, default: str) -> tuple[QuerySet, str]:
+    """Order by the `?sort=` key (a leading "-" reverses every field of it); an unknown key gets `default`.
+    Returns the ordered queryset and the key actually used, for the column headers."""
+    name = key.removeprefix("-")
+    if name not in sorts:
+        key, name = default, default.removeprefix("-")
+    fields = sorts[name]
+    if key.startswith("-"):
+        fields = tuple(f.removeprefix("-") if f.startswith("-") else f"-{f}" for f in fields)
+    return queryset.order_by(*fields), key
+
+
+def paginate(request, rows, per_page: int, *, param: str = "page") -> Page:
+    """One page of `rows`; a missing, malformed or too large page number gives the nearest page, not a 404."""
+    return Paginator(rows, per_page).get_page(request.GET.get(param))

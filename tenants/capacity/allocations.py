@@ -1,0 +1,101 @@
+"""Allocations after they are granted: revoking one, and the daily scheduled → active → expired moves."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from portal.periods import today
+from tenants.access import require_program_manager
+from tenants.audit import record_audit
+from tenants.capacity.notifications import notify_revocation
+from tenants.capacity.usage import usage
+from tenants.models import Allocation
+from tenants.signals import allocation_revoked
+
+
+@transaction.atomic
+def revoke_allocation(*, user, allocation: Allocation, reason: str) -> Allocation:
+    require_program_manager(user, _("Only a program manager can decide on capacity."))
+    if not reason.strip():
+        raise ValidationError({"reason": _("Give the reason for revoking; the tenant will read it.")})
+    allocation = Allocation.objects.select_for_update().select_related("organization", "pool").get(pk=allocation.pk)
+    if allocation.status in (Allocation.Status.REVOKED, Allocation.Status.EXPIRED):
+        raise ValidationError(
+            _("This allocation is already %(status)s.") % {"status": allocation.get_status_display().lower()}
+        )
+    before = allocation.status
+    allocation.status = Allocation.Status.REVOKED
+    allocation.revoked_by, allocation.revoked_at, allocation.revoke_reason = user, timezone.now(), reason.strip()
+    allocation.save(update_fields=["status", "revoked_by", "revoked_at", "revoke_reason"])
+    record_audit(
+        actor=user,
+        organization=allocation.organization,
+        action="allocation.revoked",
+        target=allocation,
+        changes={"status": (before, Allocation.Status.REVOKED)},
+        comment=reason.strip(),
+    )
+    allocation_revoked.send(sender=Allocation, allocation=allocation, user=user)
+    notify_revocation(allocation)
+    return allocation
+
+
+def refresh_allocation_statuses(*, on: date | None = None) -> int:
+    """Move allocations scheduled → active → expired as days pass. Idempotent; returns rows changed."""
+    day = on or today()
+    changed = 0
+    transitions = [
+        (Allocation.objects.filter(status=Allocation.Status.SCHEDULED, starts_on__lte=day, ends_on__gte=day),
+         Allocation.Status.ACTIVE),
+        (Allocation.objects.filter(status__in=[Allocation.Status.SCHEDULED, Allocation.Status.ACTIVE],
+                                   ends_on__lt=day),
+         Allocation.Status.EXPIRED),
+    ]  # fmt: skip
+    for queryset, status in transitions:
+        for allocation in queryset.select_related("organization"):
+            with transaction.atomic():
+                # Compare-and-set: a concurrent revoke wins, and a rerun changes nothing.
+                if Allocation.objects.filter(pk=allocation.pk, status=allocation.status).update(status=status):
+                    record_audit(
+                        actor=None,
+                        organization=allocation.organization,
+                        action=f"allocation.{status}",
+                        target=allocation,
+                        changes={"status": (allocation.status, status)},
+                    )
+                    changed += 1
+    return changed
+
+
+def allocation_rows(allocations, *, on: date) -> list[dict]:
+    """Per allocation: instance-hours granted, what its clusters' nodes ran of them so far and the utilization
+    (from usage accounting), and what is left from now to its end."""
+    allocations = list(allocations)
+    uses = usage().allocation_use(allocations)
+    rows = []
+    for allocation in allocations:
+        use = uses.get(allocation.pk)
+        if use is not None:
+            remaining = use.remaining_hours
+        elif allocation.status == Allocation.Status.REVOKED:
+            remaining = 0
+        else:  # without usage accounting: the calendar's whole days left
+            days_left = min(max((allocation.ends_on - on).days + 1, 0), allocation.days)
+            remaining = days_left * allocation.instance_count * 24
+        utilization = use.utilization if use else None
+        rows.append(
+            {
+                "allocation": allocation,
+                "granted": allocation.instance_hours,
+                "running": use.running_hours if use else None,
+                "utilization": utilization,
+                "percent_used": min(round(100 * utilization), 100) if utilization is not None else 0,
+                "remaining": remaining,
+            }
+        )
+    return rows

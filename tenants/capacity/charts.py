@@ -1,0 +1,93 @@
+"""The pool timeline's chart: allocations stacked by organization over the pool's window, against the
+allocatable and total lines. Geometry only (portal.charts draws the frame and scales); the template draws."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import date, timedelta
+
+from django.utils.translation import gettext as _
+
+from portal.charts import PALETTE, DayScale, Frame, ValueScale
+from tenants.capacity.sweep import Span, usage_steps
+from tenants.models import CapacityPool
+
+FRAME = Frame()
+MAX_SERIES = 9  # the largest orgs get a colour each; the rest share "other organizations"
+
+
+def _series(steps, names: dict[int, str]) -> list[dict]:
+    """The organizations by instance-days held over the window, largest first; the tail shares one colour."""
+    by_org: dict = defaultdict(int)
+    for step in steps:
+        for org_id, count in step.by_key.items():
+            by_org[org_id] += count * ((step.ends_on - step.starts_on).days + 1)
+    ranked = [org_id for org_id, _n in sorted(by_org.items(), key=lambda kv: (-kv[1], names.get(kv[0], "")))]
+    series = [
+        {"key": org_id, "name": names.get(org_id, "?"), "color": PALETTE[i]}
+        for i, org_id in enumerate(ranked[:MAX_SERIES])
+    ]
+    if len(ranked) > MAX_SERIES:
+        series.append(
+            {
+                "key": "other",
+                "name": _("%(n)s other organizations") % {"n": len(ranked) - MAX_SERIES},
+                "color": PALETTE[-1],
+            }
+        )
+    return series
+
+
+def pool_chart(
+    pool: CapacityPool, spans: list[Span], names: dict[int, str], *, today: date, running: dict | None = None
+) -> dict:
+    """Geometry of the pool timeline: stacked allocations by org over the pool window, as SVG shapes, and the
+    instances that actually ran each day (the average over the day) as a line."""
+    steps = usage_steps(spans, starts_on=pool.starts_on, ends_on=pool.ends_on)
+    series = _series(steps, names)
+    colors = {s["key"]: s["color"] for s in series}
+    days = DayScale(FRAME, pool.starts_on, pool.ends_on)
+    values = ValueScale(FRAME, pool.total_instances)
+
+    rects, peak = [], 0
+    for step in steps:
+        stack = 0
+        counts: dict = defaultdict(int)
+        for org_id, count in step.by_key.items():
+            counts[org_id if org_id in colors else "other"] += count
+        for key in colors:
+            if counts.get(key):
+                x0, x1 = days.x(step.starts_on), days.x(step.ends_on + timedelta(days=1))
+                top, bottom = values.y(stack + counts[key]), values.y(stack)
+                rects.append(
+                    {
+                        "x": x0,
+                        "y": top,
+                        "w": round(x1 - x0, 2),
+                        "h": round(bottom - top, 2),
+                        "color": colors[key],
+                        "title": f"{step.starts_on} – {step.ends_on}: {counts[key]}",
+                    }
+                )
+                stack += counts[key]
+        peak = max(peak, stack)
+    half_day = (days.x(pool.starts_on + timedelta(days=1)) - days.x(pool.starts_on)) / 2
+    running_points = " ".join(
+        f"{round(days.x(day) + half_day, 2)},{values.y(min(float(count), pool.total_instances))}"
+        for day, count in sorted((running or {}).items())
+        if days.contains(day)
+    )
+    return {
+        **FRAME.as_dict(),
+        "running": running_points,
+        "free_h": round(values.y(0) - values.y(pool.allocatable_instances), 2),
+        "y_allocatable": values.y(pool.allocatable_instances),
+        "y_total": values.y(pool.total_instances),
+        "rects": rects,
+        "series": series,
+        "ticks_y": values.ticks(marks=(pool.allocatable_instances, pool.total_instances)),
+        "months": days.months(),
+        "today_x": days.x(today) if days.contains(today) else None,
+        "peak": peak,
+        "free_at_peak": pool.allocatable_instances - peak,
+    }

@@ -1,0 +1,187 @@
+"""Reading the program's pools: which pool serves a request, what is allocated in it over a window, how much is
+free, and what a plan would cost. The pool invariant itself is checked in tenants.capacity.decisions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils.formats import date_format
+from django.utils.translation import gettext as _
+
+from tenants.capacity.estimate import Estimate, Hardware, estimate
+from tenants.capacity.sweep import Peak, Span, peak_usage
+from tenants.models import Allocation, CapacityPool, CapacityRequest, InstancePrice, InstanceType, Program
+
+
+def find_pool(*, instance_type: InstanceType, region: str, starts_on: date, ends_on: date) -> CapacityPool:
+    """The program pool that serves this type and region over the window, or a ValidationError saying why not."""
+    if not InstancePrice.objects.filter(instance_type=instance_type, region=region).exists():
+        raise ValidationError(
+            {"region": _("%(type)s is not offered in %(region)s.") % {"type": instance_type, "region": region}}
+        )
+    pools = list(
+        CapacityPool.objects.filter(instance_type=instance_type, region=region)
+        .select_related("program", "instance_type")
+        .order_by("-program__starts_on", "pk")
+    )
+    if not pools:
+        raise ValidationError(
+            {
+                "instance_type": _("The program has no pool of %(type)s in %(region)s.")
+                % {"type": instance_type, "region": region}
+            }
+        )
+    for pool in pools:
+        if pool.starts_on <= starts_on and ends_on <= pool.ends_on:
+            return pool
+    pool = pools[0]
+    message = _("The %(pool)s pool is available from %(start)s to %(end)s; choose dates inside that window.") % {
+        "pool": pool,
+        "start": date_format(pool.starts_on, "Y-m-d"),
+        "end": date_format(pool.ends_on, "Y-m-d"),
+    }
+    field = "starts_on" if starts_on < pool.starts_on or starts_on > pool.ends_on else "ends_on"
+    raise ValidationError({field: message})
+
+
+def pool_spans(pool_ids: list[int], *, starts_on: date, ends_on: date) -> dict[int, list[Span]]:
+    """The allocations holding capacity in these pools over the window, in one query, keyed by pool."""
+    spans: dict[int, list[Span]] = {pk: [] for pk in pool_ids}
+    rows = (
+        Allocation.objects.filter(pool_id__in=pool_ids)
+        .holding_capacity()
+        .overlapping(starts_on, ends_on)
+        .values_list("pool_id", "starts_on", "ends_on", "instance_count", "organization_id")
+    )
+    for pool_id, start, end, count, org_id in rows:
+        spans[pool_id].append(Span(start, end, count, org_id))
+    return spans
+
+
+@dataclass(frozen=True)
+class PoolHeadroom:
+    """Free capacity of a pool over a window: what is allocatable less the busiest day's allocations."""
+
+    allocatable: int
+    peak: Peak
+    covers_window: bool = True  # False: part of the window lies outside the pool's own window
+
+    @property
+    def free(self) -> int:
+        if not self.covers_window:
+            return 0  # the pool has no capacity at all on the days it does not cover
+        return max(self.allocatable - self.peak.used, 0)
+
+
+def pool_headroom(pool: CapacityPool, spans: list[Span], *, starts_on: date, ends_on: date) -> PoolHeadroom:
+    covers = pool.starts_on <= starts_on and ends_on <= pool.ends_on
+    return PoolHeadroom(pool.allocatable_instances, peak_usage(spans, starts_on=starts_on, ends_on=ends_on), covers)
+
+
+def check_pool_change(*, pool: CapacityPool, total_instances: int, spare_instances: int, starts_on: date,
+                      ends_on: date) -> None:  # fmt: skip
+    """A pool may shrink only while its allocations still fit: the invariant holds for pool edits too."""
+    if pool.pk is None:
+        return
+    holding = Allocation.objects.filter(pool=pool).holding_capacity()
+    outside = holding.exclude(starts_on__gte=starts_on, ends_on__lte=ends_on).order_by("starts_on").first()
+    if outside is not None:
+        raise ValidationError(
+            _("Allocation #%(id)s (%(start)s – %(end)s) lies outside the new window; revoke or move it first.")
+            % {"id": outside.pk, "start": outside.starts_on, "end": outside.ends_on}
+        )
+    spans = [Span(a.starts_on, a.ends_on, a.instance_count) for a in holding]
+    peak = peak_usage(spans, starts_on=starts_on, ends_on=ends_on)
+    if peak.used > total_instances - spare_instances:
+        raise ValidationError(
+            _("On %(day)s, %(used)s instances are allocated: the pool needs at least %(used)s allocatable "
+              "(total − spare), not %(allocatable)s.")
+            % {"day": peak.on, "used": peak.used, "allocatable": total_instances - spare_instances}
+        )  # fmt: skip
+
+
+@transaction.atomic
+def save_pool(*, pool: CapacityPool) -> CapacityPool:
+    """Save a pool edit (admin) under the pool row lock, re-checking the invariant."""
+    if pool.pk is not None:
+        CapacityPool.objects.select_for_update().get(pk=pool.pk)
+    check_pool_change(
+        pool=pool,
+        total_instances=pool.total_instances,
+        spare_instances=pool.spare_instances,
+        starts_on=pool.starts_on,
+        ends_on=pool.ends_on,
+    )
+    pool.save()
+    return pool
+
+
+def catalog_prices() -> dict[tuple[int, str], Decimal]:
+    """Every on-demand price, {(instance_type_id, region): usd_per_hour}, in one query."""
+    rows = InstancePrice.objects.values_list("instance_type_id", "region", "usd_per_hour")
+    return {(type_id, region): usd for type_id, region, usd in rows}
+
+
+def request_estimate(capacity_request: CapacityRequest, *, prices: dict | None = None) -> Estimate | None:
+    """The estimate for a request's training plan, or None when it states no parameter count.
+    Pass `prices` (catalog_prices()) when estimating many requests."""
+    if not capacity_request.parameter_count:
+        return None
+    pool = capacity_request.pool
+    return estimate_for(
+        instance_type=pool.instance_type,
+        region=pool.region,
+        program=pool.program,
+        parameters=capacity_request.parameter_count,
+        tokens=capacity_request.training_tokens,
+        instance_count=capacity_request.instance_count,
+        starts_on=capacity_request.starts_on,
+        ends_on=capacity_request.ends_on,
+        mfu=capacity_request.expected_mfu,
+        prices=prices,
+    )
+
+
+def estimate_for(
+    *,
+    instance_type: InstanceType,
+    region: str,
+    program: Program | None,
+    parameters: int,
+    tokens: int | None,
+    instance_count: int,
+    starts_on: date,
+    ends_on: date,
+    mfu: Decimal | None,
+    prices: dict | None = None,
+) -> Estimate:
+    """`prices` ({(type_id, region): usd}) lets a page price many estimates from one query."""
+    if prices is None:
+        usd = (
+            InstancePrice.objects.filter(instance_type=instance_type, region=region)
+            .values_list("usd_per_hour", flat=True)
+            .first()
+        )
+    else:
+        usd = prices.get((instance_type.pk, region))
+    hardware = Hardware(
+        api_name=instance_type.api_name,
+        accelerators_per_instance=instance_type.accelerators_per_instance,
+        accelerator_memory_gib=instance_type.accelerator_memory_gib,
+        peak_bf16_tflops=instance_type.peak_bf16_tflops,
+        usd_per_hour=usd,
+    )
+    return estimate(
+        parameters=parameters,
+        tokens=tokens,
+        hardware=hardware,
+        instance_count=instance_count,
+        starts_on=starts_on,
+        ends_on=ends_on,
+        mfu=mfu,
+        exchange_rate=program.usd_exchange_rate if program else Decimal("1"),
+    )

@@ -1,0 +1,215 @@
+"""Program staff's capacity pages: the review queue where managers decide, the pool timeline, every
+allocation (revoke for managers)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import timedelta
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+
+from portal.pages import is_fragment, paginate, render_page, varies_on_htmx
+from portal.periods import today
+from tenants.access import is_program_manager, require_program_manager, require_program_staff, visible_organizations
+from tenants.capacity.allocations import allocation_rows, revoke_allocation
+from tenants.capacity.charts import pool_chart
+from tenants.capacity.decisions import approve_request, reject_request
+from tenants.capacity.forms import DecisionForm, RevokeForm
+from tenants.capacity.pools import catalog_prices, pool_headroom, pool_spans, request_estimate
+from tenants.capacity.usage import usage
+from tenants.models import Allocation, CapacityPool, CapacityRequest
+
+PAGE_SIZE = 25
+
+
+def _review_rows(user, capacity_requests: list[CapacityRequest]) -> list[dict]:
+    """Everything the queue shows beside each request, in a fixed number of queries for the page:
+    one for the pools' allocations over the page's windows, one for the orgs' allocations, one for prices."""
+    if not capacity_requests:
+        return []
+    pool_ids = sorted({r.pool_id for r in capacity_requests})
+    spans = pool_spans(
+        pool_ids,
+        starts_on=min(r.starts_on for r in capacity_requests),
+        ends_on=max(r.ends_on for r in capacity_requests),
+    )
+    current: dict[int, list[Allocation]] = defaultdict(list)
+    for allocation in (
+        Allocation.objects.visible_to(user)
+        .filter(organization_id__in={r.organization_id for r in capacity_requests})
+        .holding_capacity()
+        .filter(ends_on__gte=today())
+        .select_related("pool__instance_type")
+    ):
+        current[allocation.organization_id].append(allocation)
+    prices = catalog_prices()
+    # How the org used what it already has: running ÷ allocated over the last two weeks (usage accounting).
+    recent = usage().org_utilization(
+        {r.organization_id for r in capacity_requests}, first=today() - timedelta(days=13), last=today()
+    )
+    rows = []
+    for capacity_request in capacity_requests:
+        pool = capacity_request.pool
+        room = pool_headroom(
+            pool, spans[pool.pk], starts_on=capacity_request.starts_on, ends_on=capacity_request.ends_on
+        )
+        estimate = request_estimate(capacity_request, prices=prices)
+        rows.append(
+            {
+                "request": capacity_request,
+                "room": room,
+                "fits": capacity_request.instance_count <= room.free,
+                "org_allocations": current[capacity_request.organization_id],
+                "recent_utilization": recent.get(capacity_request.organization_id),
+                "estimate": estimate,
+                "form": DecisionForm(
+                    initial={
+                        "instance_count": capacity_request.instance_count,
+                        "starts_on": capacity_request.starts_on,
+                        "ends_on": capacity_request.ends_on,
+                    },
+                    prefix=f"r{capacity_request.pk}",
+                ),
+            }
+        )
+    return rows
+
+
+@login_required
+def review_queue(request):
+    require_program_staff(request.user)
+    submitted = (
+        CapacityRequest.objects.visible_to(request.user)
+        .filter(status=CapacityRequest.Status.SUBMITTED)
+        .select_related("organization", "pool__instance_type", "pool__program", "created_by", "base_allocation")
+        .order_by("submitted_at", "pk")
+    )
+    page = paginate(request, submitted, PAGE_SIZE)
+    context = {
+        "page": page,
+        "rows": _review_rows(request.user, list(page.object_list)),
+        "can_decide": is_program_manager(request.user),
+    }
+    return render(request, "tenants/review_queue.html", context)
+
+
+@login_required
+@require_POST
+def decide(request, pk: int):
+    """A manager's decision on one request; an htmx post swaps the queue row for the outcome."""
+    capacity_request = get_object_or_404(
+        CapacityRequest.objects.visible_to(request.user).select_related(
+            "organization", "pool__instance_type", "pool__program"
+        ),
+        pk=pk,
+    )
+    require_program_manager(request.user, _("Only a program manager can decide on capacity."))
+    form = DecisionForm(request.POST, prefix=f"r{capacity_request.pk}")
+    outcome, error = None, None
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            if data["decision"] == "approve":
+                outcome = approve_request(
+                    user=request.user,
+                    capacity_request=capacity_request,
+                    instance_count=data.get("instance_count"),
+                    starts_on=data.get("starts_on"),
+                    ends_on=data.get("ends_on"),
+                    comment=data.get("comment", ""),
+                )
+            else:
+                outcome = reject_request(
+                    user=request.user, capacity_request=capacity_request, comment=data.get("comment", "")
+                )
+        except ValidationError as validation_error:
+            error = " ".join(validation_error.messages)
+    else:
+        error = " ".join(
+            f"{form.fields[field].label if field in form.fields else ''}: {' '.join(errors)}".lstrip(": ")
+            for field, errors in form.errors.items()
+        )
+    if is_fragment(request):
+        capacity_request.refresh_from_db()
+        if outcome is None and capacity_request.status == CapacityRequest.Status.SUBMITTED:
+            row = _review_rows(request.user, [capacity_request])[0]
+            row["form"] = form
+            row["error"] = error
+            return render_page(
+                request, "tenants/review_queue.html", {"row": row, "can_decide": True}, fragment="review-row"
+            )
+        # Decided now, or already decided by someone else: the row leaves the queue, the outcome goes to
+        # the log above it (out of band), and the list reloads so every other row's free capacity is current.
+        response = render(request, "tenants/review_queue_decided.html", {"capacity_request": capacity_request})
+        response["HX-Trigger"] = "capacity-decided"
+        return varies_on_htmx(response)
+    if error:
+        messages.error(request, error)
+    else:
+        messages.success(request, _("Request #%(id)s decided.") % {"id": capacity_request.pk})
+    return redirect("review-queue")
+
+
+decide.tenant_model = CapacityRequest
+
+
+@login_required
+def pool_timeline(request, pk: int):
+    require_program_staff(request.user)
+    pool = get_object_or_404(CapacityPool.objects.select_related("instance_type", "program"), pk=pk)
+    spans = pool_spans([pool.pk], starts_on=pool.starts_on, ends_on=pool.ends_on)[pool.pk]
+    names = dict(visible_organizations(request.user).filter(pk__in={s.key for s in spans}).values_list("pk", "name"))
+    pools = (
+        CapacityPool.objects.filter(program=pool.program)
+        .select_related("instance_type")
+        .order_by("instance_type__api_name", "region")
+    )
+    running = usage().pool_running(pool, first=pool.starts_on, last=min(pool.ends_on, today()))
+    chart = pool_chart(pool, spans, names, today=today(), running=running)
+    return render(request, "tenants/pool_timeline.html", {"pool": pool, "pools": pools, "chart": chart})
+
+
+@login_required
+def allocations(request):
+    """Program staff: every allocation, filterable, with revoke for managers."""
+    require_program_staff(request.user)
+    rows = Allocation.objects.visible_to(request.user).select_related("organization", "pool__instance_type", "request")
+    if status := request.GET.get("status"):
+        rows = rows.filter(status=status)
+    if org := request.GET.get("org"):
+        rows = rows.filter(organization__slug=org)
+    page = paginate(request, rows.order_by("-starts_on", "-pk"), PAGE_SIZE)
+    context = {
+        "page": page,
+        "rows": allocation_rows(page.object_list, on=today()),
+        "statuses": Allocation.Status.choices,
+        "status": status or "",
+        "org": org or "",
+        "can_revoke": is_program_manager(request.user),
+    }
+    return render_page(request, "tenants/allocations.html", context, fragment="allocation-rows")
+
+
+@login_required
+@require_POST
+def revoke(request, pk: int):
+    allocation = get_object_or_404(Allocation.objects.visible_to(request.user), pk=pk)
+    require_program_manager(request.user, _("Only a program manager can revoke an allocation."))
+    form = RevokeForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise ValidationError(_("Give the reason for revoking; the tenant will read it."))
+        revoke_allocation(user=request.user, allocation=allocation, reason=form.cleaned_data["reason"])
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+    else:
+        messages.success(request, _("Allocation #%(id)s revoked.") % {"id": allocation.pk})
+    return redirect("allocations")
+
+
+revoke.tenant_model = Allocation

@@ -1,0 +1,92 @@
+"""The token endpoints: a script trades username and password for a new token; a user lists and revokes theirs."""
+
+from django.contrib.auth import authenticate
+from django.utils.translation import gettext as _
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import exceptions, mixins, serializers, status, viewsets
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from tenants.logins.lockout import client_address, is_locked_out, lockout_message, seconds_until_unlocked
+from tenants.tokens import services
+from tenants.tokens.models import ApiToken
+from tenants.tokens.serializers import ApiTokenSerializer, IssuedTokenSerializer, NewTokenSerializer
+
+_detail = inline_serializer("Detail", {"detail": serializers.CharField()})
+
+
+class LockedOut(exceptions.Throttled):
+    """429 with Retry-After, the message saying how long already (DRF's own would add a second sentence)."""
+
+    def __init__(self, *, wait: int, detail: str):
+        super().__init__(detail=detail)
+        self.wait = wait
+
+
+class ObtainTokenView(APIView):
+    """POST username and password: a new named token. Each call creates one; keep it rather than asking again."""
+
+    authentication_classes = []  # the credentials are in the body
+    permission_classes = [AllowAny]
+    serializer_class = NewTokenSerializer
+
+    @extend_schema(
+        operation_id="auth_token_create",
+        tags=["auth"],
+        auth=[],
+        request=NewTokenSerializer,
+        responses={
+            201: IssuedTokenSerializer,
+            400: OpenApiResponse(description="A missing field, or wrong username or password."),
+            429: OpenApiResponse(
+                _detail,
+                description="Too many failed logins for this account or from this address (10 within 15 minutes "
+                "of each other): every login, with the right password too, is refused until Retry-After seconds.",
+            ),
+        },
+        description=(
+            "Trade a username and password for a new API token, sent as `Authorization: Token <key>`. The key is "
+            "in the answer once and is stored only hashed: keep it. It expires after `expires_in_days` (default "
+            "90, at most 365); list and revoke tokens at `/account/tokens/` or `/api/v1/auth/tokens/`."
+        ),
+    )
+    def post(self, request):
+        serializer = NewTokenSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        user = authenticate(request=request, username=data["username"], password=data["password"])
+        if user is None:
+            if is_locked_out(request):
+                seconds = seconds_until_unlocked(request, data["username"])
+                raise LockedOut(wait=seconds, detail=lockout_message(seconds))
+            raise exceptions.ValidationError({"non_field_errors": [_("Unable to log in with provided credentials.")]})
+        token, key = services.create_token(
+            user=user,
+            name=data.get("name", ""),
+            expires_in_days=data["expires_in_days"],
+            via=ApiToken.Via.API,
+            address=client_address(request),
+        )
+        token.token = key
+        return Response(IssuedTokenSerializer(token).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema(tags=["auth"])
+class ApiTokenViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet
+):
+    """Your own API tokens (never their keys). DELETE revokes one: it stops working at once and stays listed."""
+
+    serializer_class = ApiTokenSerializer
+    filter_backends = []
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):  # drf-spectacular reading the model, no user
+            return ApiToken.objects.none()
+        return ApiToken.objects.for_user(self.request.user)
+
+    @extend_schema(responses={204: None})
+    def destroy(self, request, *args, **kwargs):
+        services.revoke_token(token=self.get_object(), by=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)

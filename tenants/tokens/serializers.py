@@ -1,0 +1,50 @@
+from django.utils.translation import gettext_lazy as _
+from rest_framework import serializers
+
+from tenants.tokens import services
+from tenants.tokens.models import ApiToken
+
+
+class NewTokenSerializer(serializers.Serializer):
+    # As long as a username can be (150): a longer one would not fit the failed-login record either.
+    username = serializers.CharField(trim_whitespace=False, max_length=150)
+    password = serializers.CharField(trim_whitespace=False, style={"input_type": "password"}, write_only=True)
+    name = serializers.CharField(
+        max_length=100,
+        required=False,
+        allow_blank=True,
+        help_text=_('What the token is for; default "script <date and time>".'),
+    )
+    expires_in_days = serializers.IntegerField(
+        min_value=1,
+        max_value=services.MAX_DAYS,
+        default=services.DEFAULT_DAYS,
+        help_text=_("Days until the token stops working (1 to 365; default 90)."),
+    )
+
+
+class ApiTokenSerializer(serializers.ModelSerializer):
+    state = serializers.CharField(read_only=True, help_text=_("active, expired or revoked"))
+
+    class Meta:
+        model = ApiToken
+        fields = [
+            "id",
+            "name",
+            "prefix",
+            "state",
+            "created_at",
+            "created_via",
+            "expires_at",
+            "last_used_at",
+            "revoked_at",
+        ]
+        read_only_fields = fields
+
+
+class IssuedTokenSerializer(ApiTokenSerializer):
+    token = serializers.CharField(read_only=True, help_text=_("The key: shown this once, never again."))
+
+    class Meta(ApiTokenSerializer.Meta):
+        fields = ["token", *ApiTokenSerializer.Meta.fields]
+        read_only_fields = fields

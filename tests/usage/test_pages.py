@@ -1,0 +1,180 @@
+"""The usage pages and exports: the hand-computed week's exact figures on the page and in the CSV, who sees
+what, bad periods, and a bounded number of queries whatever the period."""
+
+import csv
+import io
+from datetime import date
+
+import pytest
+import time_machine
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from tests.factories import MembershipFactory, OrganizationFactory
+from tests.usage.conftest import AFTER, allocate, jst, run
+from workloads.usage import rollups
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("week")]
+
+
+@pytest.fixture(autouse=True)
+def after_the_week():
+    with time_machine.travel(AFTER, tick=False):
+        yield
+
+
+@pytest.fixture
+def manager_api_client(api_client, manager):
+    api_client.force_authenticate(manager)
+    return api_client
+
+
+@pytest.fixture
+def member_api_for_alpha(org_a):
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_authenticate(MembershipFactory(organization=org_a).user)
+    return client
+
+
+@pytest.fixture
+def alpha_client(client, org_a):
+    client.force_login(MembershipFactory(organization=org_a).user)
+    return client
+
+
+def rows_of(response) -> list[list[str]]:
+    text = response.content.decode("utf-8")
+    assert text.startswith("\ufeff"), "Excel needs the byte-order mark to read Japanese names"
+    return list(csv.reader(io.StringIO(text.lstrip("\ufeff"))))
+
+
+def test_the_program_page_shows_the_hand_computed_week(manager_client):
+    page = manager_client.get("/program/usage/?period=2027-W10")
+    assert page.status_code == 200
+    text = page.text
+    # Alpha: 792 allocated, 144.5 ran (18.2%), $33,791.52 allocated, $5,309.20 ran; Beta: 336, 168, 50%.
+    for figure in ("792.0", "144.5", "18.2%", "$33,791.52", "$5,309.20", "336.0", "168.0", "50.0%", "$15,605.76"):
+        assert figure in text, figure
+    assert "$7,802.88" in text
+    # Yen at the program's 150 per USD: $33,791.52 → ¥5,068,728.
+    assert "¥5,068,728" in text
+
+
+def test_the_csv_has_the_same_numbers_to_the_cent(manager_client):
+    response = manager_client.get("/program/usage/export.csv?period=2027-W10")
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+    header, *rows = rows_of(response)[1:]
+    by_org = {row[0]: dict(zip(header, row, strict=True)) for row in rows}
+    alpha, beta = by_org["alpha"], by_org["beta"]
+    assert (alpha["allocated_instance_hours"], alpha["running_instance_hours"]) == ("792.0", "144.5")
+    assert (alpha["allocated_cost_usd"], alpha["running_cost_usd"]) == ("33791.52", "5309.20")
+    assert alpha["idle_cost_usd"] == "28482.32" and alpha["idle"] == "yes"
+    assert alpha["running_accelerator_hours"] == "1636.0"
+    assert (beta["utilization_percent"], beta["running_cost_usd"], beta["idle"]) == ("50.0", "7802.88", "no")
+
+
+def test_a_tenant_sees_its_own_usage_and_nobody_elses(alpha_client):
+    assert alpha_client.get("/program/usage/").status_code == 403
+    page = alpha_client.get("/orgs/alpha/usage/?period=2027-W10")
+    assert page.status_code == 200 and "144.5" in page.text
+    assert "Beta Lab" not in page.text and "168.0" not in page.text
+    assert alpha_client.get("/orgs/beta/usage/").status_code == 404
+    assert alpha_client.get("/orgs/beta/usage/export.csv").status_code == 404
+    daily = rows_of(alpha_client.get("/orgs/alpha/usage/export.csv?period=2027-W10"))
+    assert {row[1] for row in daily[1:]} == {"p5.48xlarge", "trn1.32xlarge"}
+    assert sum(float(row[4]) for row in daily[1:]) == 144.5
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("period=2027-W99", "ISO week"),
+        ("period=2027-13", "month such as"),
+        ("period=yesterday", "Unknown period"),
+        ("period=range&start=2027-03-10&end=2027-03-01", "must not be before the start"),
+        ("period=range&start=2020-01-01&end=2027-03-01", "at most three years"),
+        ("period=range&start=2027-02-30&end=2027-03-01", "YYYY-MM-DD"),
+    ],
+)
+def test_a_bad_period_is_a_clear_error(manager_client, query, message):
+    page = manager_client.get(f"/program/usage/?{query}")
+    assert page.status_code == 400 and message in page.text
+    export = manager_client.get(f"/program/usage/export.csv?{query}")
+    assert export.status_code == 400 and message in export.text
+
+
+@pytest.mark.parametrize("period", ["2027-W10", "2027-03", "program", "range&start=2027-01-01&end=2027-03-20"])
+def test_the_dashboard_takes_a_fixed_number_of_queries(manager_client, period, p5):
+    def count() -> int:
+        with CaptureQueriesContext(connection) as queries:
+            assert manager_client.get(f"/program/usage/?period={period}").status_code == 200
+        return len(queries)
+
+    before = count()
+    for number in range(5):  # more organizations, allocations and days of usage: not one query more
+        org = OrganizationFactory()
+        allocate(org, p5, 2, date(2027, 1, 1), date(2027, 6, 30))
+        run(org, "p5.48xlarge", jst(2027, 2, 1), jst(2027, 3, 19), instance=f"x-{number}")
+    rollups.mark_everything()
+    rollups.roll_up()
+    assert count() == before <= 15
+
+
+def test_htmx_swaps_the_body_for_a_new_period(manager_client):
+    fragment = manager_client.get("/program/usage/?period=2027-W09", headers={"HX-Request": "true"})
+    assert fragment.status_code == 200 and "<html" not in fragment.text and 'id="usage-body"' in fragment.text
+
+
+# --- The API -----------------------------------------------------------------------------------------------------
+
+
+def test_the_api_sums_the_same_week_per_org_type_and_region(manager_api_client):
+    response = manager_api_client.get("/api/v1/usage/?granularity=week&start=2027-03-08&end=2027-03-14")
+    assert response.status_code == 200, response.json()
+    rows = {(r["organization"], r["instance_type"]): r for r in response.json()["results"]}
+    alpha_p5, alpha_trn1 = rows[("alpha", "p5.48xlarge")], rows[("alpha", "trn1.32xlarge")]
+    assert (alpha_p5["period_start"], alpha_p5["period_end"]) == ("2027-03-08", "2027-03-14")
+    assert (alpha_p5["allocated_instance_hours"], alpha_p5["running_instance_hours"]) == ("672.0", "84.5")
+    assert (alpha_trn1["running_accelerator_hours"], alpha_trn1["utilization_percent"]) == ("960.0", "50.0")
+    assert alpha_p5["allocated_cost_usd"] == "31211.52" and alpha_p5["running_cost_usd"] == "4019.20"
+    assert rows[("beta", "p5.48xlarge")]["running_cost_usd"] == "7802.88"
+
+
+def test_a_tenant_gets_only_its_own_rows_and_another_orgs_slug_is_like_a_missing_one(member_api_for_alpha):
+    rows = member_api_for_alpha.get("/api/v1/usage/?start=2027-03-01&end=2027-03-20").json()["results"]
+    assert rows and {r["organization"] for r in rows} == {"alpha"}
+    foreign = member_api_for_alpha.get("/api/v1/usage/?organization=beta")
+    missing = member_api_for_alpha.get("/api/v1/usage/?organization=gamma")
+    assert foreign.status_code == missing.status_code == 400
+    assert foreign.json() == missing.json()
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ("granularity=hour", "granularity"),
+        ("start=2027-03-10&end=2027-03-01", "end"),
+        ("start=2020-01-01&end=2027-03-01", "end"),
+        ("start=tomorrow", "start"),
+        ("ordering=cost", "ordering"),
+    ],
+)
+def test_bad_api_queries_are_400_with_the_field(manager_api_client, query, field):
+    response = manager_api_client.get(f"/api/v1/usage/?{query}")
+    assert response.status_code == 400 and field in response.json()
+
+
+def test_the_rate_card_is_read_by_all_and_written_by_managers(member_api_for_alpha, manager_api_client):
+    assert member_api_for_alpha.get("/api/v1/rate-card/").status_code == 200
+    body = {"instance_type": "trn1.32xlarge", "region": "us-east-1", "kind": "reserved", "usd_per_hour": "15.00",
+            "effective_from": "2027-03-12"}  # fmt: skip
+    assert member_api_for_alpha.post("/api/v1/rate-card/", body, format="json").status_code == 403
+    created = manager_api_client.post("/api/v1/rate-card/", body, format="json")
+    assert created.status_code == 201, created.json()
+    again = manager_api_client.post("/api/v1/rate-card/", body, format="json")
+    assert again.status_code == 400 and "effective_from" in again.json()
+    # The Trn1 days from the 12th are re-priced: Alpha ran 12 hours there on the 12th.
+    week = manager_api_client.get("/api/v1/usage/?start=2027-03-12&end=2027-03-12&instance_type=trn1.32xlarge").json()
+    assert week["results"][0]["running_cost_usd"] == "180.00"

@@ -1,0 +1,129 @@
+"""Property-based: whatever the runs, allocations, rate changes and period boundaries, the daily rollups add up
+exactly to the raw overlap, a second rollup changes nothing, and any partition of a range sums to the whole."""
+
+from datetime import date, timedelta
+from decimal import Decimal
+
+import pytest
+import time_machine
+from django.db import transaction
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tenants.models import Organization
+from tests.usage.conftest import allocate, jst, run
+from workloads.models import RateCardEntry, UsageDay
+from workloads.usage import rollups
+from workloads.usage.definitions import allocated_microseconds, overlap
+from workloads.usage.periods import Period
+from workloads.usage.reports import summed
+
+pytestmark = pytest.mark.django_db
+FIRST = date(2027, 3, 1)
+AS_OF = jst(2027, 3, 25, 7, 30)  # mid-morning: today's figures run only up to now
+US = 1_000_000
+
+runs = st.lists(
+    st.tuples(
+        st.sampled_from(["alpha", "beta"]),
+        st.sampled_from(["p5.48xlarge", "trn1.32xlarge", "m5.12xlarge"]),
+        st.integers(0, 24 * 86_400 * US),  # start, µs after the 1st
+        st.integers(1, 5 * 86_400 * US),  # duration
+        st.booleans(),  # still open (counted to its last sighting)
+    ),
+    max_size=8,
+)
+allocations = st.lists(
+    st.tuples(
+        st.sampled_from(["alpha", "beta"]),
+        st.sampled_from(["p5", "trn1"]),
+        st.integers(1, 12),
+        st.integers(0, 20),  # first day, days after the 1st
+        st.integers(0, 15),  # length in days - 1
+        st.one_of(st.none(), st.integers(0, 30 * 86_400 * US)),  # revoked at, µs after the 1st
+    ),
+    max_size=5,
+)
+rate_changes = st.lists(st.tuples(st.integers(0, 24), st.integers(1_000, 90_000)), max_size=3, unique_by=lambda r: r[0])
+cuts = st.lists(st.integers(1, 23), max_size=4, unique=True)
+
+
+def rows():
+    fields = ("organization_id", "pool_id", "day", "allocated_microseconds", "running_microseconds")
+    return sorted(UsageDay.objects.values_list(*fields, "running_cost_micro_usd"))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(runs=runs, allocations=allocations, rate_changes=rate_changes, cuts=cuts)
+def test_rollups_add_up_exactly(p5, trn1, org_a, org_b, manager, runs, allocations, rate_changes, cuts):
+    orgs, pools = {"alpha": org_a, "beta": org_b}, {"p5": p5, "trn1": trn1}
+    start = jst(2027, 3, 1)
+    with transaction.atomic(), time_machine.travel(AS_OF, tick=False):
+        made_runs = []
+        for number, (org, kind, offset, length, still_open) in enumerate(runs):
+            begin, end = start + timedelta(microseconds=offset), start + timedelta(microseconds=offset + length)
+            end = min(end, AS_OF)
+            if end <= begin:
+                continue
+            made_runs.append(
+                run(orgs[org], kind, begin, None if still_open else end, last_seen=end, instance=f"i-{number}")
+            )
+        made_allocations = []
+        for org, pool, count, first, length, revoked in allocations:
+            revoked_at = None if revoked is None else start + timedelta(microseconds=revoked)
+            made_allocations.append(
+                allocate(
+                    orgs[org], pools[pool], count, FIRST + timedelta(days=first),
+                    FIRST + timedelta(days=first + length), revoked_at=revoked_at,
+                )
+            )  # fmt: skip
+        for day, cents in rate_changes:
+            RateCardEntry.objects.create(
+                instance_type=p5.instance_type, region="us-east-1", kind=RateCardEntry.Kind.NEGOTIATED,
+                usd_per_hour=Decimal(cents) / 1000, effective_from=FIRST + timedelta(days=day),
+            )  # fmt: skip
+        rollups.mark_everything()
+        rollups.roll_up()
+        first_pass = rows()
+
+        whole = Period("range", FIRST, date(2027, 3, 25))
+        totals = summed(UsageDay.objects.all(), "organization_id", "pool_id")
+        for org in orgs.values():
+            for key, pool in pools.items():
+                expected_running = sum(
+                    overlap(r.started_at, r.counted_until, jst(2027, 3, 1), AS_OF)
+                    for r in made_runs
+                    if r.organization_id == org.pk and r.instance_type == pool.instance_type.api_name
+                )
+                expected_allocated = sum(
+                    allocated_microseconds(
+                        instance_count=a.instance_count, starts_on=a.starts_on, ends_on=a.ends_on,
+                        revoked_at=a.revoked_at, window=whole.bounds(AS_OF),
+                    )
+                    for a in made_allocations
+                    if a.organization_id == org.pk and a.pool_id == pool.pk
+                )  # fmt: skip
+                got = totals.get((org.pk, pool.pk))
+                assert (got.running if got else 0) == expected_running, key
+                assert (got.allocated if got else 0) == expected_allocated, key
+
+        # Any partition of the range into periods sums to the whole.
+        edges = [FIRST, *sorted(FIRST + timedelta(days=c) for c in cuts), date(2027, 3, 26)]
+        parts = [Period("range", a, b - timedelta(days=1)) for a, b in zip(edges, edges[1:], strict=False)]
+        for key in ("allocated", "running", "allocated_cost", "running_cost"):
+            whole_sum = sum(getattr(f, key) for f in summed(UsageDay.objects.all(), "organization_id").values())
+            part_sum = sum(
+                getattr(f, key)
+                for part in parts
+                for f in summed(
+                    UsageDay.objects.filter(day__gte=part.first, day__lte=part.last), "organization_id"
+                ).values()
+            )
+            assert part_sum == whole_sum, key
+
+        # A second rollup of everything changes nothing.
+        rollups.mark_everything()
+        rollups.roll_up()
+        assert rows() == first_pass
+        transaction.set_rollback(True)
+    assert Organization.objects.count() == 2

@@ -1,0 +1,149 @@
+"""The daily rollups against a week computed by hand, and what must never change them twice."""
+
+from datetime import date
+from decimal import Decimal
+
+import pytest
+import time_machine
+
+from tenants.models import Organization
+from tests.usage.conftest import AFTER, WEEK, jst, run
+from workloads.models import ClusterUsageDay, NodeInterval, RateCardEntry, UsageDay, UsageDirtyDay
+from workloads.usage import rates, rollups
+from workloads.usage.reports import program_report
+
+pytestmark = pytest.mark.django_db
+
+
+def figures_by_slug(report):
+    return {row.organization.slug: row.figures for row in report.rows}
+
+
+def test_the_hand_computed_week(week, program):
+    with time_machine.travel(AFTER, tick=False):
+        report = program_report(period=WEEK, organizations=Organization.objects.all(), program=program)
+    alpha, beta = figures_by_slug(report)["alpha"], figures_by_slug(report)["beta"]
+
+    # Alpha: P5 4 × 168 h + Trn1 2 × 60 h allocated; P5 32 + 52.5 h and Trn1 60 h running.
+    assert alpha.allocated_hours == Decimal(672 + 120)
+    assert alpha.running_hours == Decimal("144.5")
+    assert alpha.allocated_accelerator_hours == Decimal(672 * 8 + 120 * 16)
+    assert alpha.running_accelerator_hours == Decimal("84.5") * 8 + 60 * 16
+    assert alpha.utilization == Decimal("144.5") / 792
+    # P5: 3 days at 55.04 and 4 at 40.00; Trn1 at 21.50.
+    assert alpha.allocated_usd == Decimal("31211.52") + Decimal("2580.00")
+    assert alpha.running_usd == Decimal("4019.20") + Decimal("1290.00")
+    assert alpha.idle_usd == alpha.allocated_usd - alpha.running_usd
+    # Beta ran its two P5 all week: half its allocation, the run cut at the week's end.
+    assert (beta.allocated_hours, beta.running_hours, beta.utilization) == (336, 168, Decimal("0.5"))
+    assert beta.allocated_usd == Decimal("15605.76")
+    assert beta.running_usd == Decimal("7802.88")
+    # Idle below the program's 50%: Alpha is, Beta (at exactly 50%) is not.
+    assert [row.organization.slug for row in report.idle_rows] == ["alpha"]
+
+
+def test_pool_totals_against_capacity(week, program, p5, trn1):
+    with time_machine.travel(AFTER, tick=False):
+        report = program_report(period=WEEK, organizations=Organization.objects.all(), program=program)
+    pools = {row.pool.instance_type.api_name: row for row in report.pools}
+    assert pools["p5.48xlarge"].capacity_hours == 127 * 168
+    assert pools["p5.48xlarge"].figures.allocated_hours == 672 + 336
+    assert pools["p5.48xlarge"].unallocated_hours == 127 * 168 - 1008
+    assert pools["trn1.32xlarge"].capacity_hours == 24 * 168
+    assert pools["p5.48xlarge"].capacity_cost == 127 * 24 * (3 * 55_040_000 + 4 * 40_000_000)
+
+
+def test_each_day_is_split_exactly_at_tokyo_midnight(week, org_a, p5):
+    rows = {row.day: row for row in UsageDay.objects.filter(organization=org_a, pool=p5, day__range=WEEK_RANGE)}
+    hour = 3_600_000_000
+    assert rows[date(2027, 3, 8)].running_microseconds == 24 * hour
+    assert rows[date(2027, 3, 9)].running_microseconds == 8 * hour
+    assert rows[date(2027, 3, 10)].running_microseconds == 10 * hour + hour // 2
+    assert rows[date(2027, 3, 12)].running_microseconds == 18 * hour  # open: up to the last poll that saw it
+    assert rows[date(2027, 3, 13)].running_microseconds == 0
+    assert (rows[date(2027, 3, 10)].usd_per_hour, rows[date(2027, 3, 11)].usd_per_hour) == (
+        Decimal("55.04"),
+        Decimal("40.00"),
+    )
+
+
+WEEK_RANGE = (date(2027, 3, 8), date(2027, 3, 14))
+
+
+def snapshot():
+    return sorted(
+        UsageDay.objects.values_list(
+            "organization_id", "pool_id", "day", "allocated_microseconds", "running_microseconds",
+            "allocated_cost_micro_usd", "running_cost_micro_usd",
+        )
+    )  # fmt: skip
+
+
+def test_rolling_up_again_changes_nothing(week):
+    before = snapshot()
+    with time_machine.travel(AFTER, tick=False):
+        rollups.mark_everything()
+        rollups.roll_up()
+        rollups.roll_up()
+    assert snapshot() == before
+
+
+def test_only_marked_days_are_recomputed(week, org_a, p5):
+    untouched = UsageDay.objects.get(organization=org_a, pool=p5, day=date(2027, 3, 9))
+    with time_machine.travel(AFTER, tick=False):
+        rollups.mark_days(org_a.pk, date(2027, 3, 12), date(2027, 3, 12))
+        assert rollups.roll_up() == 1
+    assert UsageDay.objects.get(pk=untouched.pk).computed_at == untouched.computed_at
+    assert not UsageDirtyDay.objects.exists()
+
+
+def test_a_rate_change_reprices_the_days_it_covers_and_nothing_else(week, org_b, p5, manager):
+    before = {row.day: row for row in UsageDay.objects.filter(organization=org_b, pool=p5)}
+    with time_machine.travel(AFTER, tick=False):
+        rates.add_rate(
+            user=manager,
+            instance_type=p5.instance_type,
+            region="us-east-1",
+            kind=RateCardEntry.Kind.NEGOTIATED,
+            usd_per_hour=Decimal("30.00"),
+            effective_from=date(2027, 3, 13),
+        )
+    after = {row.day: row for row in UsageDay.objects.filter(organization=org_b, pool=p5)}
+    running_hours = {date(2027, 3, 13): 24, date(2027, 3, 14): 24, date(2027, 3, 15): 24, date(2027, 3, 16): 6}
+    for day, row in after.items():
+        if day >= date(2027, 3, 13):
+            assert row.usd_per_hour == Decimal("30.00") and row.rate_source == "negotiated"
+            assert row.running_cost_micro_usd == running_hours.get(day, 0) * 30_000_000
+        else:
+            assert row.running_cost_micro_usd == before[day].running_cost_micro_usd
+            assert row.computed_at == before[day].computed_at  # re-priced, not recomputed
+
+
+def test_the_same_rate_twice_for_a_type_region_kind_and_day_is_refused(week, p5, manager):
+    from django.core.exceptions import ValidationError
+
+    with pytest.raises(ValidationError, match="already has a negotiated rate"):
+        rates.add_rate(
+            user=manager,
+            instance_type=p5.instance_type,
+            region="us-east-1",
+            kind=RateCardEntry.Kind.NEGOTIATED,
+            usd_per_hour=Decimal("39.00"),
+            effective_from=date(2027, 3, 11),
+        )
+    assert RateCardEntry.objects.count() == 1
+
+
+def test_node_intervals_outlive_their_cluster(org_a, p5):
+    from tests.factories import ClusterFactory
+
+    cluster = ClusterFactory(organization=org_a)
+    interval = run(org_a, "p5.48xlarge", jst(2027, 3, 8), jst(2027, 3, 9), cluster=cluster)
+    ClusterUsageDay.objects.create(
+        organization=org_a, cluster=cluster, cluster_name=cluster.name, pool=p5, day=date(2027, 3, 8)
+    )
+    cluster.groups.all().delete()
+    cluster.delete()
+    interval.refresh_from_db()
+    assert interval.cluster_id is None and NodeInterval.objects.count() == 1
+    assert ClusterUsageDay.objects.get().cluster_name == cluster.name

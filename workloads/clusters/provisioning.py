@@ -1,0 +1,219 @@
+"""The worker side of clusters: provisioning, deletion and polling, each idempotent.
+
+A provisioning task run twice, or after a crash between the create call and the status save, finds the cloud
+cluster by its deterministic name instead of creating another. Cloud calls go through portal.cloud only.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from datetime import timedelta
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from portal import cloud
+from portal.cloud import CloudStatus, ClusterDescription, NodeInfo
+from workloads.clusters.lifecycle import transition
+from workloads.clusters.models import Cluster, ClusterInstanceGroup
+from workloads.clusters.sync import close_nodes, sync_nodes
+from workloads.health.services import has_open_events
+
+log = logging.getLogger(__name__)
+Status = Cluster.Status
+
+
+def build_spec(cluster: Cluster, groups: Iterable[ClusterInstanceGroup]) -> cloud.ClusterSpec:
+    return cloud.ClusterSpec(
+        name=cluster.cloud_name,
+        region=cluster.region,
+        groups=tuple(
+            cloud.GroupSpec(
+                name=g.name, instance_type=g.instance_type, count=g.instance_count, role=cloud.GroupRole(g.role)
+            )
+            for g in groups
+        ),
+        subnet_ids=tuple(cluster.subnet_ids),
+        security_group_ids=tuple(cluster.security_group_ids),
+        lifecycle_s3_uri=cluster.lifecycle_s3_uri,
+        execution_role_arn=cluster.execution_role_arn,
+        threads_per_core=cluster.threads_per_core,
+        eks_cluster_arn=cluster.eks_cluster_arn,
+        ssh_key_name=cluster.ssh_key_name,
+        storage=cloud.StorageSpec(
+            kind=cloud.StorageKind(cluster.storage),
+            file_system_id=cluster.fsx_file_system_id,
+            s3_data_repository_path=cluster.s3_data_repository_path,
+            capacity_gib=cluster.storage_capacity_gib,
+        ),
+        tags=(
+            ("fm-portal:organization", cluster.organization.slug),
+            ("fm-portal:cluster-id", str(cluster.pk)),
+        ),
+    )
+
+
+def provider_for(cluster: Cluster):
+    session = cloud.session_for(cloud.AccountAccess.for_organization(cluster.organization, cluster.region))
+    return cloud.get_provider(cluster.kind, session)
+
+
+def provision(cluster_id: int, *, provider_factory: Callable | None = None) -> str:
+    """Idempotent: run it twice, or after a crash between the create call and the status save, and it
+    finds the cloud cluster by its deterministic name instead of creating another."""
+    cluster = Cluster.objects.select_related("organization").filter(pk=cluster_id).first()
+    if cluster is None:
+        return "missing"
+    if cluster.status == Status.REQUESTED:
+        transition(cluster_id=cluster_id, to=Status.PROVISIONING, message=_("Provisioning started"))
+    elif cluster.status != Status.PROVISIONING:
+        return "skipped"  # a duplicate delivery after the work was done, or the user deleted it
+    cluster.refresh_from_db()
+    if cluster.status != Status.PROVISIONING:
+        return "skipped"
+    groups = list(cluster.groups.order_by("role", "name"))
+    try:
+        provider = (provider_factory or provider_for)(cluster)
+        description = provider.create(build_spec(cluster, groups))
+        # Already in service (the emulator always is): list the nodes now, so the page that stops
+        # polling at "in service" shows them without waiting for beat's next tick.
+        nodes = None
+        if description.status in (CloudStatus.IN_SERVICE, CloudStatus.UPDATING):
+            nodes = provider.list_nodes(description.name)
+    except cloud.TransientCloudError:
+        raise  # the task retries with backoff
+    except cloud.CloudError as error:
+        transition(cluster_id=cluster_id, to=Status.FAILED, message=error.message)
+        return "failed"
+    record_created(cluster_id, description, nodes)
+    return "created"
+
+
+def record_created(cluster_id: int, description: ClusterDescription, nodes: list[NodeInfo] | None = None) -> None:
+    """Save what the create call answered. A separate step so tests can interrupt between the two."""
+    if description.cloud_id:
+        Cluster.objects.filter(pk=cluster_id, cloud_id="").update(cloud_id=description.cloud_id)
+    cluster = Cluster.objects.select_related("organization").get(pk=cluster_id)
+    apply_description(cluster, description, nodes=nodes)
+
+
+def fail_after_retries(cluster_id: int, message: str) -> None:
+    transition(
+        cluster_id=cluster_id,
+        to=Status.FAILED,
+        message=_("Gave up after repeated transient errors: %(message)s") % {"message": message},
+    )
+
+
+def delete(cluster_id: int, *, provider_factory: Callable | None = None, cloud_name: str | None = None) -> str:
+    """Ask the cloud to delete the cluster; mark it deleted once the cloud no longer knows it."""
+    cluster = Cluster.objects.select_related("organization").filter(pk=cluster_id).first()
+    if cluster is None:
+        return "missing"
+    if cloud_name is None and cluster.status != Status.DELETING:
+        return "skipped"
+    provider = (provider_factory or provider_for)(cluster)
+    name = cloud_name or cluster.cloud_name
+    try:
+        provider.delete(name, storage_kind=cloud.StorageKind(cluster.storage))
+    except cloud.TransientCloudError:
+        raise
+    except cloud.CloudError as error:
+        if cloud_name is None:
+            transition(cluster_id=cluster_id, to=Status.FAILED, message=f"delete: {error.message}")
+        return "failed"
+    if cloud_name is not None:
+        return "cleaned"  # an earlier attempt's leftovers; the cluster itself lives on
+    description = provider.describe(name)
+    apply_description(cluster, description, nodes=None)
+    return "deleted" if description.status == CloudStatus.NOT_FOUND else "deleting"
+
+
+def poll_clusters(cluster_ids: list[int], *, provider_factory: Callable | None = None) -> dict[str, int]:
+    """One batch of a poll cycle. A failure on one cluster is logged and never stops the others."""
+    outcome = {"polled": 0, "errors": 0}
+    clusters = Cluster.objects.select_related("organization").filter(pk__in=cluster_ids, status__in=Cluster.POLLED)
+    providers: dict[tuple, object] = {}
+    for cluster in clusters:
+        try:
+            key = (cluster.organization_id, cluster.region, cluster.kind)
+            if key not in providers:
+                providers[key] = (provider_factory or provider_for)(cluster)
+            poll_one(cluster, providers[key])
+            outcome["polled"] += 1
+        except cloud.CloudError as error:
+            outcome["errors"] += 1
+            log.warning("poll of cluster %s failed: %s", cluster.pk, error.message)
+            Cluster.objects.filter(pk=cluster.pk).update(last_polled_at=timezone.now())
+    return outcome
+
+
+def poll_one(cluster: Cluster, provider) -> None:
+    description = provider.describe(cluster.cloud_name)
+    nodes = None
+    if description.status in (CloudStatus.IN_SERVICE, CloudStatus.UPDATING) and cluster.status != Status.DELETING:
+        nodes = provider.list_nodes(cluster.cloud_name)
+    elif description.status not in (CloudStatus.NOT_FOUND, CloudStatus.DELETING) and cluster.status == Status.DELETING:
+        # Deleted in the portal but still there: a delete that raced provisioning. Ask again (idempotent).
+        provider.delete(cluster.cloud_name, storage_kind=cloud.StorageKind(cluster.storage))
+    apply_description(cluster, description, nodes=nodes)
+
+
+@transaction.atomic
+def apply_description(cluster: Cluster, description: ClusterDescription, *, nodes: list[NodeInfo] | None) -> None:
+    """Bring the record in line with what the cloud says (and sync nodes when they were listed)."""
+    now = timezone.now()
+    status = cluster.status
+    cloud_status = description.status
+    Cluster.objects.filter(pk=cluster.pk).update(last_polled_at=now)
+    if cloud_status == CloudStatus.NOT_FOUND:
+        if status == Status.DELETING:
+            if transition(cluster_id=cluster.pk, to=Status.DELETED, message=_("Deleted")):
+                close_nodes(cluster, now)
+        elif (
+            status in (Status.IN_SERVICE, Status.DEGRADED) or (status == Status.PROVISIONING and cluster.cloud_id)
+        ) and transition(
+            cluster_id=cluster.pk,
+            to=Status.FAILED,
+            message=_("The cluster no longer exists in AWS (deleted outside the portal?)."),
+        ):
+            close_nodes(cluster, now)
+        return
+    if cloud_status == CloudStatus.FAILED:
+        prefix = "delete: " if status == Status.DELETING else ""
+        transition(
+            cluster_id=cluster.pk,
+            to=Status.FAILED,
+            message=prefix + (description.failure_message or description.raw_status),
+        )
+        return
+    if cloud_status == CloudStatus.DELETING:
+        if status != Status.DELETING:
+            transition(cluster_id=cluster.pk, to=Status.DELETING, message=_("Being deleted in AWS"))
+        return
+    if cloud_status == CloudStatus.CREATING or status == Status.DELETING:
+        return  # still on its way; a deleting cluster is handled by poll_one
+    # In service (or updating): healthy unless a node is not.
+    if nodes is not None:
+        sync_nodes(cluster, description, nodes, now)
+    degraded = has_open_events(cluster)
+    target = Status.DEGRADED if degraded else Status.IN_SERVICE
+    if target != status:
+        message = _("Node health problem: see health events") if degraded else _("All nodes healthy")
+        if status == Status.PROVISIONING and not degraded:
+            message = _("In service")
+        transition(cluster_id=cluster.pk, to=target, message=message)
+
+
+def cluster_ids_to_poll(*, stale_after_seconds: int = 30) -> list[int]:
+    """Clusters the cloud may have changed; skip any polled moments ago (a duplicate beat tick)."""
+    cutoff = timezone.now() - timedelta(seconds=stale_after_seconds)
+    return list(
+        Cluster.objects.to_poll()
+        .filter(Q(last_polled_at__isnull=True) | Q(last_polled_at__lt=cutoff))
+        .order_by("last_polled_at", "pk")
+        .values_list("pk", flat=True)
+    )

@@ -1,0 +1,239 @@
+"""Cluster actions people take, from pages and the API: create one from an active allocation, retry one that
+failed, delete one (and the clusters of a revoked allocation). Each checks, writes, and enqueues the worker's
+part (workloads.clusters.tasks) only when the transaction commits. The worker side is provisioning.py.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Q, Sum
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, gettext_noop
+
+from portal.cloud import parallelcluster
+from tenants.models import Allocation, Organization
+from workloads.clusters import tasks
+from workloads.clusters.allowance import GroupRequest, active_allocations, allowed_per_type, check_allocation
+from workloads.clusters.lifecycle import record_text, transition
+from workloads.clusters.models import Cluster, ClusterEvent, ClusterInstanceGroup, OrgCloudSettings
+from workloads.records.models import Workload
+
+Status = Cluster.Status
+
+# The Slurm controller (HyperPod) or head node (ParallelCluster): not accelerator capacity, so it
+# does not count against the allocation.
+CONTROLLER_TYPES = {
+    Cluster.Kind.HYPERPOD_SLURM: ("controller-machine", "m5.12xlarge"),
+    Cluster.Kind.PARALLELCLUSTER: ("head-node", "m5.8xlarge"),
+}
+
+
+def cloud_name_for(*, cluster_id: int, name: str, attempt: int) -> str:
+    """Deterministic per attempt: the same task run again names the same cloud cluster."""
+    base = f"fmp-{cluster_id}-{name}" + (f"-r{attempt}" if attempt > 1 else "")
+    return base[:60].rstrip("-")
+
+
+def worker_group_name(instance_type: str) -> str:
+    return "workers-" + instance_type.replace(".", "-")
+
+
+# --- Create, retry, delete (called from pages and the API) ------------------------------------
+
+
+PARALLELCLUSTER_MISSING = gettext_lazy(
+    "ParallelCluster is not available on this portal (its optional library is not installed): choose HyperPod, "
+    "or ask the program team."
+)
+
+
+@transaction.atomic
+def create_cluster(
+    *,
+    organization: Organization,
+    allocation: Allocation,
+    name: str,
+    kind: str,
+    groups: list[GroupRequest],
+    actor,
+    workload: Workload | None = None,
+    storage: str = Cluster.Storage.NONE,
+    fsx_file_system_id: str = "",
+    s3_data_repository_path: str = "",
+    storage_capacity_gib: int = 1200,
+    threads_per_core: int = 1,
+) -> Cluster:
+    settings_row = OrgCloudSettings.objects.for_org(organization).first()
+    if settings_row is None:
+        raise ValidationError(
+            _(
+                "Your organization's AWS account is not set up for clusters yet (lifecycle scripts, execution "
+                "role, subnets): ask the program team."
+            )
+        )
+    if workload is not None and workload.organization_id != organization.pk:
+        raise ValidationError({"workload": _("This workload belongs to another organization.")})
+    if not groups or any(g.count < 1 for g in groups):
+        raise ValidationError({"instance_count": _("A cluster needs at least one instance.")})
+    if not settings_row.subnet_ids or not settings_row.security_group_ids:
+        raise ValidationError(
+            _(
+                "Your organization's cloud settings need at least one subnet and one security group: "
+                "ask the program team."
+            )
+        )
+    if kind == Cluster.Kind.PARALLELCLUSTER and not parallelcluster.is_installed():
+        raise ValidationError({"kind": PARALLELCLUSTER_MISSING})
+    if kind == Cluster.Kind.HYPERPOD_EKS and not settings_row.eks_cluster_arn:
+        raise ValidationError({"kind": _("HyperPod on EKS needs your organization's EKS cluster ARN in its settings.")})
+    if storage == Cluster.Storage.FSX_EXISTING and not fsx_file_system_id.startswith("fs-"):
+        raise ValidationError({"fsx_file_system_id": _("Enter the id of the existing file system (fs-…).")})
+    if storage != Cluster.Storage.FSX_LUSTRE_NEW:
+        s3_data_repository_path = ""
+    if storage != Cluster.Storage.FSX_EXISTING:
+        fsx_file_system_id = ""
+    region = allocation.pool.region
+    if Cluster.objects.for_org(organization).live().filter(name=name).exists():
+        raise ValidationError({"name": _("Your organization already has a live cluster with this name.")})
+    check_allocation(organization=organization, allocation=allocation, region=region, groups=groups)
+
+    cluster = Cluster(
+        organization=organization,
+        allocation=allocation,
+        workload=workload,
+        name=name,
+        kind=kind,
+        region=region,
+        lifecycle_s3_uri=settings_row.lifecycle_s3_uri,
+        execution_role_arn=settings_row.execution_role_arn,
+        subnet_ids=list(settings_row.subnet_ids),
+        security_group_ids=list(settings_row.security_group_ids),
+        eks_cluster_arn=settings_row.eks_cluster_arn if kind == Cluster.Kind.HYPERPOD_EKS else "",
+        ssh_key_name=settings_row.ssh_key_name,
+        threads_per_core=threads_per_core,
+        storage=storage,
+        fsx_file_system_id=fsx_file_system_id,
+        s3_data_repository_path=s3_data_repository_path,
+        storage_capacity_gib=storage_capacity_gib,
+        created_by=actor,
+    )
+    cluster.full_clean(exclude=["cloud_name"])
+    cluster.save()
+    cluster.cloud_name = cloud_name_for(cluster_id=cluster.pk, name=name, attempt=1)
+    cluster.save(update_fields=["cloud_name"])
+    rows = []
+    if kind in CONTROLLER_TYPES:
+        group_name, instance_type = CONTROLLER_TYPES[kind]
+        rows.append(
+            ClusterInstanceGroup(
+                organization=organization,
+                cluster=cluster,
+                name=group_name,
+                role=ClusterInstanceGroup.Role.CONTROLLER,
+                instance_type=instance_type,
+                instance_count=1,
+            )
+        )
+    merged: dict[str, int] = defaultdict(int)
+    for group in groups:
+        merged[group.instance_type] += group.count
+    rows += [
+        ClusterInstanceGroup(
+            organization=organization,
+            cluster=cluster,
+            name=worker_group_name(instance_type),
+            role=ClusterInstanceGroup.Role.WORKER,
+            instance_type=instance_type,
+            instance_count=count,
+        )
+        for instance_type, count in merged.items()
+    ]
+    ClusterInstanceGroup.objects.bulk_create(rows)
+    ClusterEvent.objects.create(
+        organization=organization,
+        cluster=cluster,
+        to_status=Status.REQUESTED,
+        actor=actor,
+        message=record_text(gettext_noop("Requested")),
+    )
+    # Enqueued only if this transaction commits: the worker never sees a cluster that does not exist.
+    tasks.provision_cluster.delay_on_commit(cluster.pk)
+    return cluster
+
+
+@transaction.atomic
+def retry_cluster(*, cluster: Cluster, actor) -> Cluster:
+    """A failed cluster gets a new attempt under a new deterministic name; the failed one is cleaned up."""
+    if not cluster.can_retry:
+        raise ValidationError(_("Only a cluster that failed to provision can be retried."))
+    groups = [
+        GroupRequest(g.instance_type, g.instance_count)
+        for g in cluster.groups.filter(role=ClusterInstanceGroup.Role.WORKER)
+    ]
+    check_allocation(
+        organization=cluster.organization,
+        allocation=cluster.allocation,
+        region=cluster.region,
+        groups=groups,
+        exclude_cluster_id=cluster.pk,
+    )
+    old_name = cluster.cloud_name
+    attempt = cluster.attempt + 1
+    new_name = cloud_name_for(cluster_id=cluster.pk, name=cluster.name, attempt=attempt)
+    if not transition(
+        cluster_id=cluster.pk,
+        to=Status.REQUESTED,
+        message=record_text(gettext_noop("Retry %(attempt)s requested"), attempt=attempt),
+        actor=actor,
+        attempt=attempt,
+        cloud_name=new_name,
+        cloud_id="",
+    ):
+        raise ValidationError(_("The cluster changed meanwhile: reload the page."))
+    tasks.delete_cloud_cluster.delay_on_commit(cluster.pk, old_name)
+    tasks.provision_cluster.delay_on_commit(cluster.pk)
+    cluster.refresh_from_db()
+    return cluster
+
+
+@transaction.atomic
+def request_delete(*, cluster: Cluster, actor, why: str = gettext_noop("Deletion requested")) -> Cluster:
+    if not transition(cluster_id=cluster.pk, to=Status.DELETING, message=record_text(why), actor=actor):
+        raise ValidationError(
+            _("A cluster that is %(status)s cannot be deleted.") % {"status": cluster.get_status_display()}
+        )
+    tasks.delete_cluster.delay_on_commit(cluster.pk)
+    cluster.refresh_from_db()
+    return cluster
+
+
+def delete_clusters_of_revoked_allocation(*, allocation, user, **signal) -> None:
+    """tenants.signals.allocation_revoked: the instances go back to the pool, so the clusters holding them go —
+    the allocation's own, then, since a cluster may draw on the org's whole allowance of its type, the newest
+    others until what the org's clusters hold fits the allocations it has left."""
+    why = gettext_noop("Deletion requested: its allocation was revoked")
+    for cluster in allocation.clusters.exclude(status__in=[Status.DELETING, Status.DELETED]):
+        if cluster.can_delete:
+            request_delete(cluster=cluster, actor=user, why=why)
+    organization, region = allocation.organization, allocation.pool.region
+    instance_type = allocation.pool.instance_type.api_name
+    allowed = allowed_per_type(active_allocations(organization).select_related("pool__instance_type"), region)
+    workers = Q(groups__instance_type=instance_type, groups__role=ClusterInstanceGroup.Role.WORKER)
+    holding = list(
+        Cluster.objects.for_org(organization)
+        .filter(status__in=Cluster.LIVE, region=region)
+        .exclude(status=Status.DELETING)
+        .annotate(held=Sum("groups__instance_count", filter=workers))
+        .filter(held__gt=0)
+        .order_by("-created_at", "-pk")
+    )
+    held = sum(cluster.held for cluster in holding)
+    for cluster in holding:
+        if held <= allowed.get(instance_type, 0):
+            break
+        if cluster.can_delete:
+            request_delete(cluster=cluster, actor=user, why=why)
+            held -= cluster.held

@@ -1,0 +1,226 @@
+"""Cluster pages: list, detail with live status (htmx polling while in flight), create, delete, retry.
+
+Clusters are reached through `Cluster.objects.visible_to(user)` (staff see every org's, a tenant its
+own; another tenant's cluster is a 404). Views parse input, call one service, render.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+
+from portal.forms import apply_errors
+from portal.pages import paginate, render_page
+from tenants.access import OrgAccess, get_org_access_or_404, is_program_staff, require, visible_organizations
+from workloads.clusters.allowance import active_allocations, allowances
+from workloads.clusters.forms import KIND_FOR_WORKLOAD, ClusterForm
+from workloads.clusters.models import Cluster, ClusterEvent, ClusterInstanceGroup, ClusterNode
+from workloads.clusters.services import GroupRequest, create_cluster, request_delete, retry_cluster
+from workloads.health.models import HealthEvent
+from workloads.records.models import Workload
+
+PAGE_SIZE = 50
+NODE_PAGE_SIZE = 100
+TIMELINE_SIZE = 50
+STEPS = [Cluster.Status.REQUESTED, Cluster.Status.PROVISIONING, Cluster.Status.IN_SERVICE]
+
+
+WATCH_ONLY = _("Support engineers can watch clusters but not create or delete them.")
+
+
+def _visible_cluster(request, pk: int) -> Cluster:
+    clusters = Cluster.objects.visible_to(request.user).select_related(
+        "organization", "allocation__pool__instance_type", "workload", "created_by"
+    )
+    return get_object_or_404(clusters, pk=pk)
+
+
+def operator_access(user, organization) -> OrgAccess:
+    """The caller's access to the org, if it may create and delete clusters there (403 otherwise)."""
+    access = get_org_access_or_404(user, organization.slug)
+    require(access.can_operate_clusters, WATCH_ONLY)
+    return access
+
+
+@login_required
+def cluster_list(request):
+    clusters = (
+        Cluster.objects.visible_to(request.user)
+        .select_related("organization", "allocation__pool__instance_type")
+        .prefetch_related("groups")  # scoped by the clusters they belong to
+        .order_by("-created_at", "-pk")
+    )
+    if request.GET.get("show") != "all":
+        clusters = clusters.exclude(status=Cluster.Status.DELETED)
+    page = paginate(request, clusters, PAGE_SIZE)
+    staff = is_program_staff(request.user)
+    # Tenants create clusters from here; staff open an org's cluster form from its allocations.
+    create_orgs = [] if staff else list(visible_organizations(request.user).order_by("name"))
+    context = {
+        "page": page,
+        "clusters": page.object_list,
+        "any_in_flight": any(c.is_in_flight for c in page.object_list),
+        "is_staff": staff,
+        "create_orgs": create_orgs,
+        "show_all": request.GET.get("show") == "all",
+    }
+    return render_page(request, "workloads/clusters/cluster_list.html", context, fragment="cluster-rows")
+
+
+@login_required
+def cluster_detail(request, pk: int):
+    cluster = _visible_cluster(request, pk)
+    access = get_org_access_or_404(request.user, cluster.organization.slug)
+    org = cluster.organization
+    nodes = paginate(
+        request,
+        ClusterNode.objects.for_org(org).filter(cluster=cluster).order_by("gone_at", "group_name", "instance_id"),
+        NODE_PAGE_SIZE,
+        param="nodes_page",
+    )
+    events = list(
+        ClusterEvent.objects.for_org(org)
+        .filter(cluster=cluster)
+        .select_related("actor")
+        .order_by("-created_at", "-pk")[:TIMELINE_SIZE]
+    )
+    health = list(
+        HealthEvent.objects.for_org(org).filter(cluster=cluster).order_by("resolved_at", "-observed_at")[:TIMELINE_SIZE]
+    )
+    groups = list(ClusterInstanceGroup.objects.for_org(org).filter(cluster=cluster).order_by("role", "name"))
+    context = {
+        "cluster": cluster,
+        "access": access,
+        "can_operate": access.can_operate_clusters,
+        "groups": groups,
+        "nodes": nodes,
+        "events": events,
+        "health": health,
+        "open_health": [h for h in health if h.resolved_at is None],
+        "steps": [(step, Cluster.Status(step).label) for step in STEPS],
+        "step_index": STEPS.index(cluster.status) if cluster.status in STEPS else None,
+    }
+    return render_page(request, "workloads/clusters/cluster_detail.html", context, fragment="cluster-live")
+
+
+cluster_detail.tenant_model = Cluster
+
+
+@login_required
+def cluster_create(request, org_slug: str):
+    access = get_org_access_or_404(request.user, org_slug)
+    require(access.can_operate_clusters, WATCH_ONLY)
+    org = access.organization
+    allocations = active_allocations(org).select_related("pool__instance_type").order_by("pk")
+    workloads = Workload.objects.for_org(org).order_by("name")
+    headroom = allowances(org, allocations)
+    form = ClusterForm(
+        request.POST or None,
+        allocations=allocations,
+        workloads=workloads,
+        initial=_initial(request, allocations, workloads, headroom),
+    )
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        allocation = data["allocation"]
+        try:
+            cluster = create_cluster(
+                organization=org,
+                allocation=allocation,
+                workload=data["workload"],
+                name=data["name"],
+                kind=data["kind"],
+                groups=[GroupRequest(allocation.pool.instance_type.api_name, data["instance_count"])],
+                storage=data["storage"],
+                fsx_file_system_id=data["fsx_file_system_id"],
+                s3_data_repository_path=data["s3_data_repository_path"],
+                storage_capacity_gib=data["storage_capacity_gib"],
+                threads_per_core=data["threads_per_core"],
+                actor=request.user,
+            )
+        except ValidationError as error:
+            apply_errors(form, error)
+        else:
+            messages.success(
+                request, _("Cluster %(name)s requested: it is being provisioned.") % {"name": cluster.name}
+            )
+            return redirect("clusters:detail", pk=cluster.pk)
+    has_settings = hasattr(org, "cloud_settings")
+    return render(
+        request,
+        "workloads/clusters/cluster_form.html",
+        {"org": org, "form": form, "has_settings": has_settings, "allocations": allocations, "headroom": headroom},
+        status=400 if form.errors else 200,
+    )
+
+
+def _initial(request, allocations, workloads, headroom) -> dict:
+    """Pre-fill from ?allocation= and ?workload=: the instances the org's clusters may still take of the
+    allocation's type (at least one, so the form shows the limit if there are none), the workload's kind."""
+    initial: dict = {"storage": Cluster.Storage.NONE}
+    allocation = None
+    if (allocation_id := request.GET.get("allocation", "")).isdigit():
+        allocation = allocations.filter(pk=allocation_id).first()
+    if allocation is None:
+        allocation = allocations.first()
+    if allocation is not None:
+        initial["allocation"] = allocation.pk
+        instance_type, region = allocation.pool.instance_type.api_name, allocation.pool.region
+        free = sum(h.free for h in headroom if (h.instance_type, h.region) == (instance_type, region))
+        initial["instance_count"] = max(free, 1)
+        initial["name"] = f"{instance_type.split('.')[0]}-training"
+    if (workload_id := request.GET.get("workload", "")).isdigit() and (
+        workload := workloads.filter(pk=workload_id).first()
+    ):
+        initial["workload"] = workload.pk
+        initial["kind"] = KIND_FOR_WORKLOAD.get(workload.cluster_type, Cluster.Kind.HYPERPOD_SLURM)
+        if workload.storage == Workload.Storage.FSX_LUSTRE_S3:
+            initial["storage"] = Cluster.Storage.FSX_LUSTRE_NEW
+    return initial
+
+
+@login_required
+def cluster_delete(request, pk: int):
+    cluster = _visible_cluster(request, pk)
+    operator_access(request.user, cluster.organization)
+    if request.method == "POST":
+        try:
+            request_delete(cluster=cluster, actor=request.user)
+        except ValidationError as error:
+            messages.error(request, " ".join(error.messages))
+            return render(
+                request, "workloads/clusters/cluster_delete.html", {"cluster": cluster, "error": error}, status=400
+            )
+        messages.success(request, _("Cluster %(name)s is being deleted.") % {"name": cluster.name})
+        return redirect("clusters:detail", pk=cluster.pk)
+    if not cluster.can_delete:
+        messages.error(request, _("This cluster cannot be deleted now."))
+        return redirect("clusters:detail", pk=cluster.pk)
+    instances = sum(
+        g.instance_count for g in ClusterInstanceGroup.objects.for_org(cluster.organization).filter(cluster=cluster)
+    )
+    return render(request, "workloads/clusters/cluster_delete.html", {"cluster": cluster, "instances": instances})
+
+
+cluster_delete.tenant_model = Cluster
+
+
+@login_required
+@require_POST
+def cluster_retry(request, pk: int):
+    cluster = _visible_cluster(request, pk)
+    operator_access(request.user, cluster.organization)
+    try:
+        retry_cluster(cluster=cluster, actor=request.user)
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+    else:
+        messages.success(request, _("Provisioning %(name)s again.") % {"name": cluster.name})
+    return redirect("clusters:detail", pk=cluster.pk)
+
+
+cluster_retry.tenant_model = Cluster

@@ -1,0 +1,112 @@
+"""Health events: where a node's fault is recorded, kept open while the condition holds and resolved when it
+clears. Today the source is the cloud's node status, read on every poll; GPU telemetry joins it later.
+
+One open event per node and kind (a database constraint): a repeated poll of the same failed node keeps the
+event it opened, never adds a second.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+
+from django.utils.translation import gettext as _
+
+from portal.cloud import NodeInfo
+from workloads.clusters.models import Cluster, ClusterNode
+from workloads.health.models import HealthEvent
+
+Kind = HealthEvent.Kind
+# The cloud's words for a node in trouble (HyperPod's InstanceStatus) and the event each opens.
+NODE_HEALTH_KINDS = {"Failure": Kind.NODE_FAILURE, "NotFound": Kind.NODE_NOT_FOUND}
+
+
+def apply_node_statuses(
+    cluster: Cluster,
+    *,
+    seen: list[tuple[ClusterNode, NodeInfo]],
+    gone: list[ClusterNode],
+    group_targets: dict[str, int],
+    now: datetime,
+) -> None:
+    """From one listing of the cluster's nodes (`seen`: each node with what the cloud said of it; `gone`: nodes
+    no longer listed): a node in Failure / NotFound has an open critical event until it recovers or goes; a node
+    that went has a "replaced" warning until its group is back to full strength with running nodes."""
+    org = cluster.organization
+    open_events = {
+        (e.instance_id, e.kind): e for e in HealthEvent.objects.for_org(org).filter(cluster=cluster, resolved_at=None)
+    }
+    new_events, resolved = [], []
+    for node, info in seen:
+        for cloud_word, kind in NODE_HEALTH_KINDS.items():
+            event = open_events.get((info.instance_id, kind))
+            if info.status == cloud_word and event is None:
+                new_events.append(
+                    HealthEvent(
+                        organization=org,
+                        cluster=cluster,
+                        node=node,
+                        instance_id=info.instance_id,
+                        group_name=info.group,
+                        kind=kind,
+                        severity=HealthEvent.Severity.CRITICAL,
+                        message=info.message or info.status,
+                        observed_at=now,
+                    )
+                )
+            elif info.status != cloud_word and event is not None:
+                event.resolved_at = now
+                resolved.append(event)
+
+    for node in gone:
+        if (node.instance_id, Kind.NODE_REPLACED) not in open_events:
+            new_events.append(
+                HealthEvent(
+                    organization=org,
+                    cluster=cluster,
+                    node=node,
+                    instance_id=node.instance_id,
+                    group_name=node.group_name,
+                    kind=Kind.NODE_REPLACED,
+                    severity=HealthEvent.Severity.WARNING,
+                    message=_("Node %(id)s of %(group)s is no longer listed: replaced or terminated.")
+                    % {"id": node.instance_id, "group": node.group_name},
+                    observed_at=now,
+                )
+            )
+        for event_key in ((node.instance_id, Kind.NODE_FAILURE), (node.instance_id, Kind.NODE_NOT_FOUND)):
+            if event_key in open_events:
+                open_events[event_key].resolved_at = now
+                resolved.append(open_events[event_key])
+
+    # A replacement is over when its group is back to full strength with healthy nodes.
+    listed = {info.instance_id for _node, info in seen}
+    healthy_per_group: dict[str, int] = defaultdict(int)
+    for _node, info in seen:
+        if info.status == "Running":
+            healthy_per_group[info.group] += 1
+
+    def back_to_strength(group: str) -> bool:
+        return healthy_per_group[group] >= group_targets.get(group, 1)
+
+    for (instance_id, kind), event in open_events.items():
+        if kind == Kind.NODE_REPLACED and (instance_id in listed or back_to_strength(event.group_name)):
+            event.resolved_at = now  # it came back under the same id, or its group is whole again
+            resolved.append(event)
+    for event in new_events:
+        if event.kind == Kind.NODE_REPLACED and back_to_strength(event.group_name):
+            # Already replaced by the time we looked: worth recording, nothing left to wait for.
+            event.resolved_at = now
+    HealthEvent.objects.bulk_create(new_events)
+    if resolved:
+        HealthEvent.objects.bulk_update(resolved, ["resolved_at"])
+
+
+def resolve_open_events(cluster: Cluster, now: datetime) -> None:
+    """The cluster is gone: nothing of it can still be faulty."""
+    HealthEvent.objects.for_org(cluster.organization).filter(cluster=cluster, resolved_at=None).update(resolved_at=now)
+
+
+def has_open_events(cluster: Cluster) -> bool:
+    """A cluster with an open health event is degraded until it clears."""
+    return HealthEvent.objects.for_org(cluster.organization).filter(cluster=cluster, resolved_at=None).exists()

@@ -1,0 +1,1 @@
+"""Workload records: each organization's training runs and the history of every change to them."""

@@ -1,0 +1,1 @@
+"""The weekly review: per-org figures for an ISO week, the meeting record and its action items."""

@@ -1,0 +1,103 @@
+"""API shapes of the weekly review."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from portal.periods import iso_week, parse_iso_week
+from tenants.access import program_staff_users, visible_organizations
+from tenants.models import Organization
+from tenants.serializers import request_user
+from workloads.review.models import ActionItem, ReviewMeeting
+from workloads.support.models import SupportCase
+
+
+class ActionItemSerializer(serializers.ModelSerializer):
+    meeting = serializers.PrimaryKeyRelatedField(queryset=ReviewMeeting.objects.all())
+    week = serializers.SerializerMethodField()
+    organization = serializers.SlugRelatedField(
+        slug_field="slug", queryset=Organization.objects.none(), required=False, allow_null=True
+    )
+    owner = serializers.SlugRelatedField(
+        slug_field="username", queryset=program_staff_users(), required=False, allow_null=True
+    )
+    case = serializers.PrimaryKeyRelatedField(
+        queryset=SupportCase.objects.none(), required=False, allow_null=True, help_text="Link an existing case."
+    )
+    new_case = serializers.DictField(
+        child=serializers.CharField(allow_blank=True),
+        write_only=True,
+        required=False,
+        allow_empty=False,
+        help_text="Open a case for this item: {title, category, severity, description} in its organization.",
+    )
+    done_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = ActionItem
+        fields = [
+            "id",
+            "meeting",
+            "week",
+            "organization",
+            "text",
+            "owner",
+            "due_on",
+            "case",
+            "new_case",
+            "status",
+            "done_at",
+            "done_by",
+            "created_at",
+        ]
+        read_only_fields = ["done_at", "created_at"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if "request" in self.context:
+            user = request_user(self.context)
+            self.fields["organization"].queryset = visible_organizations(user)
+            self.fields["case"].queryset = SupportCase.objects.visible_to(user)
+
+    def get_week(self, item: ActionItem) -> str:
+        return item.meeting.iso_week
+
+
+@extend_schema_field({"type": "string", "pattern": r"^\d{4}-W\d{2}$", "example": "2027-W05"})
+class IsoWeekField(serializers.Field):
+    """A week as ISO 8601 text (2027-W05), stored as its Monday."""
+
+    def to_representation(self, value):
+        return iso_week(value)
+
+    def to_internal_value(self, data):
+        try:
+            return parse_iso_week(str(data))
+        except ValueError:
+            raise serializers.ValidationError("Give an ISO week such as 2027-W05.") from None
+
+
+class ReviewMeetingSerializer(serializers.ModelSerializer):
+    week = IsoWeekField(source="week_start", help_text="ISO week in the program's timezone, e.g. 2027-W05.")
+    attendees = serializers.SlugRelatedField(
+        slug_field="username", many=True, queryset=program_staff_users(), required=False
+    )
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    action_items = ActionItemSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = ReviewMeeting
+        fields = [
+            "id",
+            "week",
+            "week_start",
+            "attendees",
+            "other_attendees",
+            "minutes",
+            "action_items",
+            "created_by",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = ["week_start", "created_at", "updated_at"]

@@ -1,0 +1,39 @@
+"""The case list's filters, shared by the page and the API."""
+
+from __future__ import annotations
+
+from django.utils.translation import gettext_lazy as _
+from django_filters import rest_framework as filters
+
+from tenants.filters import ALL, organization_choices
+from workloads.support.models import SupportCase
+
+
+class SupportCaseFilter(filters.FilterSet):
+    organization = filters.ModelChoiceFilter(
+        label=_("Organization"),
+        field_name="organization",
+        to_field_name="slug",
+        queryset=organization_choices,
+        empty_label=ALL,
+    )
+    state = filters.ChoiceFilter(
+        label=_("Open or done"),
+        empty_label=ALL,
+        choices=[("active", _("Open, in progress or waiting")), ("done", _("Resolved or closed"))],
+        method="filter_state",
+        help_text="active: open, in progress or waiting on tenant; done: resolved or closed.",
+    )
+    status = filters.ChoiceFilter(label=_("Status"), empty_label=ALL, choices=SupportCase.Status.choices)
+    severity = filters.ChoiceFilter(label=_("Severity"), empty_label=ALL, choices=SupportCase.Severity.choices)
+    category = filters.ChoiceFilter(label=_("Category"), empty_label=ALL, choices=SupportCase.Category.choices)
+    assignee = filters.CharFilter(label=_("Assignee"), field_name="assignee__username", help_text="A username.")
+    workload = filters.NumberFilter(label=_("Workload"), field_name="workload_id")
+
+    class Meta:
+        model = SupportCase
+        fields = ["organization", "state", "status", "severity", "category", "assignee", "workload"]
+
+    def filter_state(self, queryset, name, value):
+        statuses = SupportCase.ACTIVE_STATUSES if value == "active" else SupportCase.DONE_STATUSES
+        return queryset.filter(status__in=statuses)

@@ -1,0 +1,92 @@
+"""Support case forms: open a case, comment, change status / severity / assignee / workload."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib.auth import get_user_model
+from django.utils.translation import gettext_lazy as _
+
+from tenants.access import program_staff_users
+from tenants.models import Organization
+from workloads.records.models import Workload
+from workloads.support.models import SupportCase
+
+User = get_user_model()
+
+
+class CaseForm(forms.Form):
+    title = forms.CharField(label=_("Title"), max_length=200)
+    category = forms.ChoiceField(label=_("Category"), choices=SupportCase.Category.choices)
+    severity = forms.ChoiceField(label=_("Severity"), choices=SupportCase.Severity.choices, initial="s3")
+    workload = forms.ModelChoiceField(
+        label=_("Workload"), queryset=Workload.objects.none(), required=False, empty_label=_("none")
+    )
+    description = forms.CharField(
+        label=_("Description"),
+        widget=forms.Textarea(attrs={"rows": 6}),
+        help_text=_("What happened, since when, job ids, instance ids, error messages."),
+    )
+
+    def __init__(self, *args, organization: Organization, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["workload"].queryset = Workload.objects.for_org(organization).order_by("name")
+
+
+class CommentForm(forms.Form):
+    body = forms.CharField(label=_("Comment"), widget=forms.Textarea(attrs={"rows": 4}))
+    internal = forms.BooleanField(
+        label=_("Internal note (program staff only, never shown or mailed to the tenant)"), required=False
+    )
+
+    def __init__(self, *args, staff: bool, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not staff:
+            # A tenant never gets the box; a crafted post with it is refused by the service (403).
+            self.fields["internal"].widget = forms.HiddenInput()
+
+
+class CaseUpdateForm(forms.Form):
+    """Status (reopening included), severity, assignee and the linked workload, with an optional comment."""
+
+    status = forms.ChoiceField(label=_("Status"), choices=SupportCase.Status.choices)
+    severity = forms.ChoiceField(label=_("Severity"), choices=SupportCase.Severity.choices)
+    assignee = forms.ModelChoiceField(
+        label=_("Assignee"), queryset=User.objects.none(), required=False, empty_label=_("unassigned")
+    )
+    workload = forms.ModelChoiceField(
+        label=_("Workload"), queryset=Workload.objects.none(), required=False, empty_label=_("none")
+    )
+    comment = forms.CharField(
+        label=_("Comment with the change (optional)"), widget=forms.Textarea(attrs={"rows": 2}), required=False
+    )
+
+    def __init__(self, *args, case: SupportCase, staff: bool, **kwargs):
+        kwargs.setdefault(
+            "initial",
+            {
+                "status": case.status,
+                "severity": case.severity,
+                "assignee": case.assignee_id,
+                "workload": case.workload_id,
+            },
+        )
+        super().__init__(*args, **kwargs)
+        self.fields["workload"].queryset = Workload.objects.for_org(case.organization).order_by("name")
+        statuses = SupportCase.Status.choices
+        if not staff:
+            # What a tenant can do from here: resolve or close an active case, reopen a finished one.
+            Status = SupportCase.Status
+            allowed = {case.status, Status.RESOLVED, Status.CLOSED} if case.is_active else {case.status, Status.OPEN}
+            if case.status == Status.RESOLVED:
+                allowed.add(Status.CLOSED)
+            statuses = [(k, label) for k, label in statuses if k in allowed]
+            # Assigning is the program team's job: the field is not offered (and the service refuses it).
+            del self.fields["assignee"]
+        else:
+            self.fields["assignee"].queryset = program_staff_users()
+        self.fields["status"].choices = statuses
+
+    @property
+    def changes(self) -> dict:
+        """Only what the person changed, so an untouched field records no event."""
+        return {name: self.cleaned_data[name] for name in self.changed_data if name != "comment"}

@@ -1,0 +1,76 @@
+"""Support-case email: who hears about a case, and sending one event to them exactly once."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.mail import EmailMessage, get_connection
+from django.db.models import Q
+from django.template.loader import render_to_string
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from portal.links import portal_url
+from tenants.access import is_program_staff
+from tenants.models import StaffRole
+from workloads.support.models import CaseEvent, SupportCase
+
+User = get_user_model()
+
+NOTIFIED_KINDS = (
+    CaseEvent.Kind.OPENED,
+    CaseEvent.Kind.COMMENT,
+    CaseEvent.Kind.STATUS_CHANGED,
+    CaseEvent.Kind.ASSIGNEE_CHANGED,
+)
+
+
+def case_participants(case: SupportCase, *, internal: bool) -> list:
+    """Who hears about a case: its opener, assignee, the org's lead engineer and everyone who wrote on it —
+    tenants only while they are still members of the org, and never for an internal entry. A case the portal
+    opened itself (a health incident) has no tenant opener: the org's members hear about it instead. With nobody
+    from the program team on the case, the program managers hear about it so it is not lost."""
+    ids = set(case.events.exclude(actor=None).values_list("actor_id", flat=True))
+    ids |= {i for i in (case.opened_by_id, case.assignee_id, case.organization.lead_engineer_id) if i}
+    staff = Q(staff_role__isnull=False)
+    member = Q(memberships__organization=case.organization)
+    chosen = Q(pk__in=ids) | member if case.opened_by_id is None else Q(pk__in=ids)
+    people = User.objects.filter(chosen, is_active=True).exclude(email="").select_related("staff_role")
+    people = people.filter(staff) if internal else people.filter(staff | member)
+    people = list(people.distinct().order_by("pk"))
+    if not any(is_program_staff(p) for p in people):
+        managers = User.objects.filter(is_active=True, staff_role__role=StaffRole.Role.PROGRAM_MANAGER).select_related(
+            "staff_role"
+        )
+        people += list(managers.exclude(email="").exclude(pk__in=[p.pk for p in people]).order_by("pk"))
+    return people
+
+
+def send_case_event_email(*, event_id: int) -> int:
+    """Mail one case event to its participants, once: the claim on `notified_at` is a compare-and-set, so a
+    rerun or a second worker sends nothing. Returns how many messages went out."""
+    claimed = CaseEvent.objects.filter(pk=event_id, notified_at__isnull=True).update(notified_at=timezone.now())
+    if not claimed:
+        return 0
+    event = CaseEvent.objects.select_related("case__organization__lead_engineer", "case__assignee", "actor").get(
+        pk=event_id
+    )
+    case = event.case
+    recipients = [p for p in case_participants(case, internal=event.internal) if p.pk != event.actor_id]
+    if event.internal:
+        # Belt and braces: an internal entry only ever goes to program staff.
+        recipients = [p for p in recipients if is_program_staff(p)]
+    subject = _("[FM Program] Case #%(id)s: %(title)s") % {"id": case.pk, "title": case.title}
+    body = render_to_string(
+        "workloads/support/email/case_event.txt",
+        {"event": event, "case": case, "url": portal_url("support:detail", case.pk)},
+    )
+    # One message per person: nobody learns the other participants' addresses.
+    messages = [EmailMessage(subject, body, settings.DEFAULT_FROM_EMAIL, [person.email]) for person in recipients]
+    try:
+        sent = get_connection().send_messages(messages) if messages else 0
+    except Exception:
+        # Give the claim back so the task's retry can send it.
+        CaseEvent.objects.filter(pk=event_id).update(notified_at=None)
+        raise
+    return sent or 0

@@ -1,0 +1,120 @@
+"""API shapes of support cases. Related fields are narrowed to what the caller may see, so another
+organization's workload is answered like an id that does not exist."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from tenants.access import program_staff_users
+from tenants.serializers import OrganizationSlugField, request_user
+from workloads.records.models import Workload
+from workloads.support.models import CaseEvent, SupportCase
+
+
+class CaseEventSerializer(serializers.ModelSerializer):
+    actor = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    internal = serializers.BooleanField(
+        default=False, help_text="Program staff only: an internal note, never shown or mailed to the tenant."
+    )
+
+    class Meta:
+        model = CaseEvent
+        fields = ["id", "kind", "internal", "body", "old_value", "new_value", "actor", "created_at"]
+        read_only_fields = ["kind", "old_value", "new_value", "created_at"]
+        extra_kwargs = {"body": {"required": True, "allow_blank": False}}
+
+
+class SupportCaseSerializer(serializers.ModelSerializer):
+    organization = OrganizationSlugField()
+    workload = serializers.PrimaryKeyRelatedField(
+        queryset=Workload.objects.none(), required=False, allow_null=True, help_text="Id of a workload of the org."
+    )
+    assignee = serializers.SlugRelatedField(
+        slug_field="username",
+        queryset=program_staff_users(),
+        required=False,
+        allow_null=True,
+        help_text="Username of a program staff member (staff only; defaults to the org's lead support engineer).",
+    )
+    opened_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    time_to_first_response = serializers.SerializerMethodField(help_text="Seconds; null before the first reply.")
+    time_open = serializers.SerializerMethodField(help_text="Seconds open, until resolved or closed.")
+
+    class Meta:
+        model = SupportCase
+        fields = [
+            "id",
+            "organization",
+            "title",
+            "description",
+            "category",
+            "severity",
+            "status",
+            "assignee",
+            "workload",
+            "opened_by",
+            "created_at",
+            "updated_at",
+            "first_response_at",
+            "resolved_at",
+            "time_to_first_response",
+            "time_open",
+        ]
+        read_only_fields = ["created_at", "updated_at", "first_response_at", "resolved_at"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if "request" in self.context:
+            self.fields["workload"].queryset = Workload.objects.visible_to(request_user(self.context))
+
+    @extend_schema_field(OpenApiTypes.INT)
+    def get_time_to_first_response(self, case: SupportCase) -> int | None:
+        if case.first_response_at is None:
+            return None
+        return int((case.first_response_at - case.created_at).total_seconds())
+
+    @extend_schema_field(OpenApiTypes.INT)
+    def get_time_open(self, case: SupportCase) -> int:
+        return int((case.open_until - case.created_at).total_seconds())
+
+
+class CaseChangeSerializer(serializers.Serializer):
+    """PATCH of a case: each given field is one change in the case's history."""
+
+    status = serializers.ChoiceField(
+        choices=SupportCase.Status.choices,
+        required=False,
+        help_text="Tenants: resolved, closed, or open to reopen a resolved or closed case. Staff: any.",
+    )
+    severity = serializers.ChoiceField(choices=SupportCase.Severity.choices, required=False)
+    assignee = serializers.SlugRelatedField(
+        slug_field="username",
+        queryset=program_staff_users(),
+        required=False,
+        allow_null=True,
+        help_text="Program staff only: username of a staff member, or null.",
+    )
+    workload = serializers.PrimaryKeyRelatedField(
+        queryset=Workload.objects.none(), required=False, allow_null=True, help_text="Id of a workload of the org."
+    )
+    comment = serializers.CharField(required=False, allow_blank=True, help_text="A comment added with the change.")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if "request" in self.context:
+            self.fields["workload"].queryset = Workload.objects.visible_to(request_user(self.context))
+
+
+class SupportCaseDetailSerializer(SupportCaseSerializer):
+    """The detail adds the case's history: for a tenant without internal entries (the view filters them)."""
+
+    events = serializers.SerializerMethodField()
+
+    class Meta(SupportCaseSerializer.Meta):
+        fields = [*SupportCaseSerializer.Meta.fields, "events"]
+
+    @extend_schema_field(CaseEventSerializer(many=True))
+    def get_events(self, case: SupportCase):
+        return CaseEventSerializer(self.context["visible_events"], many=True).data

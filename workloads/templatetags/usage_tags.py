@@ -1,0 +1,45 @@
+"""How usage figures read on a page: instance-hours grouped, money to the cent, utilization as a percentage.
+The CSV exports format with the same functions (workloads.usage.exports), so page and file agree."""
+
+from decimal import Decimal
+
+from django import template
+
+from workloads.usage import formats
+
+register = template.Library()
+
+
+@register.filter
+def instance_hours(microseconds) -> str:
+    """Instance-microseconds as hours: 1,234.5."""
+    return formats.hours_text(microseconds)
+
+
+@register.filter
+def dollars(micro_usd) -> str:
+    return formats.usd_text(micro_usd)
+
+
+@register.filter
+def in_currency(micro_usd, program) -> str:
+    """The amount in the program's currency at its rate (¥1,234,567)."""
+    return formats.local_text(micro_usd, program)
+
+
+@register.filter
+def percent(ratio: Decimal | None) -> str:
+    return formats.percent_text(ratio)
+
+
+@register.filter
+def points(change: Decimal | None) -> str:
+    """A change of utilization in percentage points: +12.3 pts."""
+    return formats.points_text(change)
+
+
+@register.filter
+def band_color(ratio: Decimal | None) -> str:
+    from workloads.usage.charts import band
+
+    return band(ratio)

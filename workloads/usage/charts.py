@@ -1,0 +1,216 @@
+"""Geometry of the usage charts (server-rendered SVG, like the pool timeline; portal.charts draws frames and
+scales): the utilization heatmap per organization and week, each pool's capacity against allocated and running
+over time, cost to date per organization, and an organization's allocated against running per day."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, timedelta
+from decimal import Decimal
+
+from django.utils.formats import date_format
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from portal.charts import Frame, ValueScale
+from portal.periods import iso_week
+from workloads.usage.definitions import MICROSECONDS_PER_HOUR, hours, usd
+from workloads.usage.reports import Figures
+
+WEEK_MICROSECONDS = 7 * 24 * MICROSECONDS_PER_HOUR
+DAY_MICROSECONDS = 24 * MICROSECONDS_PER_HOUR
+# Utilization bands, low to high: a reviewer reads the colour before the number.
+BANDS = [
+    (Decimal("0.25"), "#d92d20", gettext_lazy("under 25%")),
+    (Decimal("0.50"), "#f79009", gettext_lazy("25–50%")),
+    (Decimal("0.75"), "#9fd4a8", gettext_lazy("50–75%")),
+    (None, "#2e9f4a", gettext_lazy("75% and over")),
+]
+NO_ALLOCATION = "#eef1f4"
+
+
+def band(ratio: Decimal | None) -> str:
+    if ratio is None:
+        return NO_ALLOCATION
+    for limit, color, _label in BANDS:
+        if limit is None or ratio < limit:
+            return color
+    return BANDS[-1][1]
+
+
+def percent(ratio: Decimal | None) -> str:
+    return "—" if ratio is None else f"{ratio * 100:.0f}%"
+
+
+@dataclass(frozen=True)
+class Row:
+    key: int
+    label: str
+    url: str = ""
+
+
+def heatmap(rows: list[Row], weeks: list[date], cells: dict[tuple[int, date], Figures]) -> dict:
+    """One row per organization, one column per ISO week, coloured by utilization."""
+    label_w, row_h, top = 200, 22, 28
+    cell_w = max(8, min(32, (960 - label_w - 8) // max(len(weeks), 1)))
+    width = label_w + cell_w * len(weeks) + 8
+    shapes = []
+    for y_index, row in enumerate(rows):
+        for x_index, week in enumerate(weeks):
+            figures = cells.get((row.key, week))
+            ratio = figures.utilization if figures else None
+            detail = (
+                _("%(org)s · %(week)s: no allocation") % {"org": row.label, "week": iso_week(week)}
+                if ratio is None
+                else _("%(org)s · %(week)s: %(pct)s (%(running)s of %(allocated)s instance-hours)")
+                % {
+                    "org": row.label,
+                    "week": iso_week(week),
+                    "pct": percent(ratio),
+                    "running": f"{hours(figures.running):,.0f}",
+                    "allocated": f"{hours(figures.allocated):,.0f}",
+                }
+            )
+            shapes.append(
+                {
+                    "x": label_w + x_index * cell_w,
+                    "y": top + y_index * row_h,
+                    "w": cell_w - 2,
+                    "h": row_h - 2,
+                    "color": band(ratio),
+                    "title": detail,
+                }
+            )
+    every = max(1, (len(weeks) * 40) // max(width - label_w, 1) + 1)  # a label every few weeks, never crowded
+    labels = [
+        {"x": label_w + i * cell_w, "label": iso_week(week)[2:]} for i, week in enumerate(weeks) if i % every == 0
+    ]
+    return {
+        "width": width,
+        "height": top + row_h * max(len(rows), 1) + 4,
+        "label_w": label_w,
+        "rows": [{"y": top + i * row_h + row_h / 2, "label": r.label, "url": r.url} for i, r in enumerate(rows)],
+        "cells": shapes,
+        "weeks": labels,
+        "bands": [{"color": c, "label": label} for _limit, c, label in BANDS]
+        + [{"color": NO_ALLOCATION, "label": _("no allocation")}],
+    }
+
+
+def pool_lines(capacity: int, weeks: list[date], by_week: dict[date, Figures], *, as_of_week: date) -> dict:
+    """A pool's week-average instances: its capacity, what was allocated and what ran."""
+    frame = Frame(height=200, bottom=36)
+    values = ValueScale(frame, max(capacity, 1))
+    step = frame.plot_w / max(len(weeks), 1)
+
+    def x(index: int) -> float:
+        return round(frame.left + step * (index + 0.5), 2)
+
+    allocated, running = [], []
+    for index, week in enumerate(weeks):
+        figures = by_week.get(week, Figures())
+        # The current week is partial: average over the part that has passed, not the whole week.
+        length = WEEK_MICROSECONDS if week < as_of_week else None
+        allocated.append((index, figures.allocated, length))
+        running.append((index, figures.running, length))
+
+    def points(series) -> str:
+        return " ".join(
+            f"{x(i)},{values.y(min(capacity, us / (length or WEEK_MICROSECONDS)))}" for i, us, length in series
+        )
+
+    return {
+        **frame.as_dict(),
+        "y_capacity": values.y(capacity),
+        "ticks_y": values.ticks(marks=(capacity,), count=4),
+        "allocated": points(allocated),
+        "running": points(running),
+        "labels": [
+            {"x": x(i), "label": iso_week(w)[2:]} for i, w in enumerate(weeks) if i % max(1, len(weeks) // 8) == 0
+        ],
+    }
+
+
+def cost_bars(rows: list[tuple[Row, Figures]]) -> dict:
+    """Per organization: allocated cost to date, with the part that ran filled in."""
+    label_w, bar_h, gap, right = 200, 16, 8, 120
+    top = 8
+    most = max((f.allocated_cost for _row, f in rows), default=0) or 1
+    plot_w = 960 - label_w - right
+    bars = []
+    for index, (row, figures) in enumerate(rows):
+        y = top + index * (bar_h + gap)
+        bars.append(
+            {
+                "y": y,
+                "label_y": y + bar_h / 2,
+                "label": row.label,
+                "url": row.url,
+                "allocated_w": round(plot_w * figures.allocated_cost / most, 2),
+                "running_w": round(plot_w * min(figures.running_cost, figures.allocated_cost) / most, 2),
+                "amount": f"${usd(figures.allocated_cost):,.0f}",
+                "ran": f"${usd(figures.running_cost):,.0f}",
+                "amount_x": label_w + round(plot_w * figures.allocated_cost / most, 2) + 6,
+            }
+        )
+    return {
+        "width": 960,
+        "height": top + len(rows) * (bar_h + gap) + 4,
+        "label_w": label_w,
+        "bar_h": bar_h,
+        "bars": bars,
+    }
+
+
+def daily_bars(days: list[date], by_day: dict[date, Figures], *, weekly: bool = False) -> dict:
+    """Allocated (outline) against running (filled) per day — or per week when the period is long — as the
+    average number of instances."""
+    frame = Frame(height=240)
+    length = WEEK_MICROSECONDS if weekly else DAY_MICROSECONDS
+    most = max([f.allocated for f in by_day.values()] + [f.running for f in by_day.values()] + [1]) / length
+    values = ValueScale(frame, max(float(most), 1.0))
+    band_w = frame.plot_w / max(len(days), 1)
+    bars = []
+    for index, day in enumerate(days):
+        figures = by_day.get(day, Figures())
+        x = round(frame.left + band_w * index, 2)
+        allocated_avg, running_avg = figures.allocated / length, figures.running / length
+        bars.append(
+            {
+                "x": x,
+                "w": round(max(band_w - 1, 0.5), 2),
+                "allocated_y": values.y(allocated_avg),
+                "allocated_h": round(values.y(0) - values.y(allocated_avg), 2),
+                "running_y": values.y(running_avg),
+                "running_h": round(values.y(0) - values.y(running_avg), 2),
+                "title": _("%(day)s: %(running)s of %(allocated)s instance-hours ran")
+                % {
+                    "day": iso_week(day) if weekly else date_format(day, "Y-m-d"),
+                    "running": f"{hours(figures.running):,.1f}",
+                    "allocated": f"{hours(figures.allocated):,.1f}",
+                },
+            }
+        )
+    every = max(1, len(days) // 8)
+    return {
+        **frame.as_dict(),
+        "bars": bars,
+        "ticks_y": values.ticks(count=4),
+        "labels": [
+            {
+                "x": round(frame.left + band_w * (i + 0.5), 2),
+                "label": iso_week(d)[2:] if weekly else date_format(d, "m-d"),
+            }
+            for i, d in enumerate(days)
+            if i % every == 0
+        ],
+    }
+
+
+def weeks_between(first: date, last: date) -> list[date]:
+    monday = first - timedelta(days=first.weekday())
+    weeks = []
+    while monday <= last:
+        weeks.append(monday)
+        monday += timedelta(days=7)
+    return weeks

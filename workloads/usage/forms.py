@@ -1,0 +1,25 @@
+"""Usage forms: a rate-card entry."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django import forms
+from django.utils.translation import gettext_lazy as _
+
+from portal.forms import DateInput
+from tenants.models import InstanceType, Region
+from workloads.usage.models import RateCardEntry
+
+
+class RateCardForm(forms.Form):
+    instance_type = forms.ModelChoiceField(
+        label=_("Instance type"), queryset=InstanceType.objects.order_by("api_name"), to_field_name="api_name"
+    )
+    region = forms.ChoiceField(label=_("Region"), choices=Region.choices)
+    kind = forms.ChoiceField(label=_("Kind"), choices=RateCardEntry.Kind.choices)
+    usd_per_hour = forms.DecimalField(
+        label=_("USD per instance-hour"), min_value=Decimal("0.0001"), max_digits=10, decimal_places=4
+    )
+    effective_from = forms.DateField(label=_("Effective from"), widget=DateInput)
+    note = forms.CharField(label=_("Note"), max_length=300, required=False, help_text=_("Where the rate comes from."))

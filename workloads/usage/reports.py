@@ -1,0 +1,444 @@
+"""Reading the usage rollups: every figure a page, export, the API or the digest shows, summed from the daily
+rows (never from the intervals) in a fixed number of queries whatever the length of the period or the history.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+
+from django.db.models import F, Q, QuerySet, Sum
+from django.db.models.functions import TruncWeek
+from django.utils import timezone
+
+from portal.periods import day_start
+from tenants.models import Allocation, CapacityPool, Organization, Program
+from workloads.usage.definitions import (
+    MICROSECONDS_PER_HOUR,
+    ONE_DAY,
+    allocated_microseconds,
+    allocation_span,
+    cost_micro_usd,
+    days_between,
+    hours,
+    overlap,
+    usd,
+    utilization,
+)
+from workloads.usage.models import BilledCost, ClusterUsageDay, UsageDay
+from workloads.usage.periods import Period
+from workloads.usage.rates import load_rates
+
+ACCELERATORS = F("pool__instance_type__accelerators_per_instance")
+
+
+@dataclass
+class Figures:
+    """Allocated and running instance-time of some rows, with accelerator-time and cost."""
+
+    allocated: int = 0  # instance-microseconds
+    running: int = 0
+    allocated_accelerators: int = 0  # accelerator-microseconds
+    running_accelerators: int = 0
+    busy_accelerators: int | None = None
+    allocated_cost: int = 0  # micro-USD
+    running_cost: int = 0
+
+    def add(self, other: Figures) -> None:
+        self.allocated += other.allocated
+        self.running += other.running
+        self.allocated_accelerators += other.allocated_accelerators
+        self.running_accelerators += other.running_accelerators
+        self.allocated_cost += other.allocated_cost
+        self.running_cost += other.running_cost
+        if other.busy_accelerators is not None:
+            self.busy_accelerators = (self.busy_accelerators or 0) + other.busy_accelerators
+
+    @property
+    def allocated_hours(self) -> Decimal:
+        return hours(self.allocated)
+
+    @property
+    def running_hours(self) -> Decimal:
+        return hours(self.running)
+
+    @property
+    def allocated_accelerator_hours(self) -> Decimal:
+        return hours(self.allocated_accelerators)
+
+    @property
+    def running_accelerator_hours(self) -> Decimal:
+        return hours(self.running_accelerators)
+
+    @property
+    def busy_accelerator_hours(self) -> Decimal | None:
+        return None if self.busy_accelerators is None else hours(self.busy_accelerators)
+
+    @property
+    def utilization(self) -> Decimal | None:
+        return utilization(self.running, self.allocated)
+
+    @property
+    def idle_cost(self) -> int:
+        return max(self.allocated_cost - self.running_cost, 0)
+
+    @property
+    def allocated_usd(self) -> Decimal:
+        return usd(self.allocated_cost)
+
+    @property
+    def running_usd(self) -> Decimal:
+        return usd(self.running_cost)
+
+    @property
+    def idle_usd(self) -> Decimal:
+        return usd(self.idle_cost)
+
+
+def _figures(row: dict) -> Figures:
+    per_instance = row["accelerators"]
+    return Figures(
+        allocated=row["allocated"] or 0,
+        running=row["running"] or 0,
+        allocated_accelerators=(row["allocated"] or 0) * per_instance,
+        running_accelerators=(row["running"] or 0) * per_instance,
+        busy_accelerators=row["busy"],
+        allocated_cost=row["allocated_cost"] or 0,
+        running_cost=row["running_cost"] or 0,
+    )
+
+
+def summed(rows: QuerySet[UsageDay], *keys: str) -> dict[tuple, Figures]:
+    """The rows summed per `keys` (e.g. organization_id), one query; each key's Figures."""
+    totals: dict[tuple, Figures] = defaultdict(Figures)
+    for row in rows.values(*keys, accelerators=ACCELERATORS).annotate(
+        allocated=Sum("allocated_microseconds"),
+        running=Sum("running_microseconds"),
+        busy=Sum("busy_accelerator_microseconds"),
+        allocated_cost=Sum("allocated_cost_micro_usd"),
+        running_cost=Sum("running_cost_micro_usd"),
+    ):
+        totals[tuple(row[k] for k in keys)].add(_figures(row))
+    return totals
+
+
+def in_period(rows: QuerySet[UsageDay], period: Period) -> QuerySet[UsageDay]:
+    return rows.filter(day__gte=period.first, day__lte=period.last)
+
+
+# --- The program table ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class OrgRow:
+    organization: Organization
+    figures: Figures
+    previous: Figures | None
+    billed: int | None  # micro-USD from Cost Explorer, None when nothing was fetched for the period
+    idle: bool
+
+    @property
+    def change(self) -> Decimal | None:
+        """Utilization now minus utilization in the previous period, in points of a fraction."""
+        now, before = self.figures.utilization, self.previous.utilization if self.previous else None
+        return None if now is None or before is None else now - before
+
+    @property
+    def billed_usd(self) -> Decimal | None:
+        return None if self.billed is None else usd(self.billed)
+
+    @property
+    def billed_gap(self) -> Decimal | None:
+        """Billed against computed running cost, as a fraction of the computed (None without both)."""
+        if self.billed is None or not self.figures.running_cost:
+            return None
+        return Decimal(self.billed - self.figures.running_cost) / Decimal(self.figures.running_cost)
+
+    @property
+    def billed_off(self) -> bool:
+        return self.billed_gap is not None and abs(self.billed_gap) > Decimal("0.10")
+
+
+@dataclass
+class PoolRow:
+    pool: CapacityPool
+    capacity: int  # instance-microseconds the pool offered in the period
+    capacity_cost: int
+    figures: Figures = field(default_factory=Figures)
+
+    @property
+    def unallocated(self) -> int:
+        return max(self.capacity - self.figures.allocated, 0)
+
+    @property
+    def unallocated_cost(self) -> int:
+        return max(self.capacity_cost - self.figures.allocated_cost, 0)
+
+    @property
+    def capacity_hours(self) -> Decimal:
+        return hours(self.capacity)
+
+    @property
+    def unallocated_hours(self) -> Decimal:
+        return hours(self.unallocated)
+
+
+@dataclass
+class ProgramReport:
+    period: Period
+    program: Program | None
+    rows: list[OrgRow]
+    totals: Figures
+    pools: list[PoolRow]
+    threshold: Decimal
+
+    @property
+    def idle_rows(self) -> list[OrgRow]:
+        return [row for row in self.rows if row.idle]
+
+    @property
+    def capacity_cost(self) -> int:
+        return sum(p.capacity_cost for p in self.pools)
+
+    @property
+    def unallocated_cost(self) -> int:
+        return sum(p.unallocated_cost for p in self.pools)
+
+    def in_local(self, micro_usd: int) -> Decimal | None:
+        if self.program is None:
+            return None
+        return (usd(micro_usd) * self.program.usd_exchange_rate).quantize(Decimal("1"))
+
+
+def pool_capacity(pools: list[CapacityPool], period: Period, *, as_of: datetime) -> dict[int, tuple[int, int]]:
+    """What each pool offered over the period to date: (instance-microseconds, micro-USD at the day's rate)."""
+    rates = load_rates()
+    offered = {}
+    for pool in pools:
+        capacity = cost = 0
+        first, last = max(period.first, pool.starts_on), min(period.last, pool.ends_on)
+        for day in days_between(first, last):
+            window_end = min(day_start(day + ONE_DAY), as_of)
+            part = pool.total_instances * overlap(day_start(day), window_end, day_start(day), window_end)
+            if part <= 0:
+                break
+            capacity += part
+            cost += cost_micro_usd(part, rates.rate(pool.instance_type_id, pool.region, day).usd_per_hour)
+        offered[pool.pk] = (capacity, cost)
+    return offered
+
+
+def program_report(
+    *, period: Period, organizations: QuerySet[Organization], program: Program | None, as_of: datetime | None = None
+) -> ProgramReport:
+    as_of = as_of or timezone.now()
+    orgs = list(organizations.order_by("name"))
+    rows = UsageDay.objects.filter(organization__in=orgs)
+    now = summed(in_period(rows, period), "organization_id")
+    previous_period = period.previous()
+    before = summed(in_period(rows, previous_period), "organization_id") if previous_period else {}
+    billed = dict(
+        BilledCost.objects.filter(organization__in=orgs, day__gte=period.first, day__lte=period.last)
+        .values("organization_id")
+        .annotate(total=Sum("cost_micro_usd"))
+        .values_list("organization_id", "total")
+    )
+    threshold = program.idle_threshold if program else Decimal("0.5")
+    report_rows, totals = [], Figures()
+    for org in orgs:
+        figures = now.get((org.pk,), Figures())
+        totals.add(figures)
+        ratio = figures.utilization
+        report_rows.append(
+            OrgRow(
+                organization=org,
+                figures=figures,
+                previous=before.get((org.pk,)) if previous_period else None,
+                billed=billed.get(org.pk),
+                idle=ratio is not None and ratio < threshold,
+            )
+        )
+    pools = list(
+        CapacityPool.objects.filter(program=program)
+        .select_related("instance_type")
+        .order_by("instance_type__api_name", "region")
+        if program
+        else []
+    )
+    offered = pool_capacity(pools, period, as_of=as_of)
+    by_pool = summed(in_period(UsageDay.objects.filter(pool__in=pools), period), "pool_id")
+    pool_rows = [PoolRow(pool, *offered[pool.pk], figures=by_pool.get((pool.pk,), Figures())) for pool in pools]
+    return ProgramReport(period, program, report_rows, totals, pool_rows, threshold)
+
+
+# --- Over time: weeks and days --------------------------------------------------------------------------------
+
+
+def weekly(rows: QuerySet[UsageDay], *, first: date, last: date, key: str) -> dict[tuple[int, date], Figures]:
+    """Per `key` (organization_id, pool_id) and ISO week (its Monday), summed from the daily rows, one query."""
+    totals: dict[tuple[int, date], Figures] = defaultdict(Figures)
+    grouped = (
+        rows.filter(day__gte=first, day__lte=last)
+        .annotate(week=TruncWeek("day"))
+        .values(key, "week", accelerators=ACCELERATORS)
+        .annotate(
+            allocated=Sum("allocated_microseconds"),
+            running=Sum("running_microseconds"),
+            busy=Sum("busy_accelerator_microseconds"),
+            allocated_cost=Sum("allocated_cost_micro_usd"),
+            running_cost=Sum("running_cost_micro_usd"),
+        )
+    )
+    for row in grouped:
+        week = row["week"].date() if isinstance(row["week"], datetime) else row["week"]
+        totals[(row[key], week)].add(_figures(row))
+    return totals
+
+
+def daily(rows: QuerySet[UsageDay], *, first: date, last: date, key: str = "pool_id") -> dict[tuple, Figures]:
+    """Per day (and `key`), one query."""
+    return summed(rows.filter(day__gte=first, day__lte=last), "day", key)
+
+
+def billed_total(organization: Organization, period: Period) -> int | None:
+    """What AWS billed the organization's account over the period (micro-USD); None when nothing was fetched."""
+    total = (
+        BilledCost.objects.for_org(organization)
+        .filter(day__gte=period.first, day__lte=period.last)
+        .aggregate(total=Sum("cost_micro_usd"))["total"]
+    )
+    return total
+
+
+def cluster_breakdown(organization: Organization, period: Period) -> list[dict]:
+    """Running instance-hours per cluster of the organization over the period, largest first."""
+    rows = (
+        ClusterUsageDay.objects.for_org(organization)
+        .filter(day__gte=period.first, day__lte=period.last)
+        .values("cluster_id", "cluster_name", "pool__instance_type__api_name", "pool__region")
+        .annotate(running=Sum("running_microseconds"))
+        .order_by("-running", "cluster_name")
+    )
+    return [{**row, "running_hours": hours(row["running"])} for row in rows]
+
+
+# --- Allocations: what each has been used for ----------------------------------------------------------------
+
+
+@dataclass
+class AllocationUse:
+    """One allocation's figures to date. Running time is the organization's running time in the pool, shared
+    among its allocations there in proportion to what each allocated that day."""
+
+    allocation: Allocation
+    allocated: int  # instance-microseconds, to date
+    running: int
+    remaining: int  # instance-microseconds from now to the allocation's end
+    recent_running: int  # over the last 7 days, for the projection
+    recent_days: Decimal
+
+    @property
+    def utilization(self) -> Decimal | None:
+        return utilization(self.running, self.allocated)
+
+    @property
+    def allocated_hours(self) -> Decimal:
+        return hours(self.allocated)
+
+    @property
+    def running_hours(self) -> Decimal:
+        return hours(self.running)
+
+    @property
+    def remaining_hours(self) -> Decimal:
+        return hours(self.remaining)
+
+    @property
+    def total(self) -> int:
+        return self.allocated + self.remaining
+
+    @property
+    def projected_share(self) -> Decimal | None:
+        """At the last 7 days' rate, the share of the whole allocation used by its last day."""
+        if not self.total or not self.recent_days:
+            return None
+        per_microsecond = Decimal(self.recent_running) / (self.recent_days * 86_400 * 1_000_000)
+        projected = Decimal(self.running) + per_microsecond * self.remaining / self.allocation.instance_count
+        return projected / Decimal(self.total)
+
+
+def allocation_use(allocations: list[Allocation], *, as_of: datetime | None = None) -> dict[int, AllocationUse]:
+    """Figures for these allocations in one query: the daily rows of their organizations in their pools."""
+    as_of = as_of or timezone.now()
+    if not allocations:
+        return {}
+    pairs = {(a.organization_id, a.pool_id) for a in allocations}
+    first, last = min(a.starts_on for a in allocations), max(a.ends_on for a in allocations)
+    pair_filter = Q()
+    for org_id, pool_id in pairs:
+        pair_filter |= Q(organization_id=org_id, pool_id=pool_id)
+    days = {
+        (org_id, pool_id, day): (allocated, running)
+        for org_id, pool_id, day, allocated, running in UsageDay.objects.filter(
+            pair_filter, day__gte=first, day__lte=min(last, timezone.localdate(as_of))
+        ).values_list("organization_id", "pool_id", "day", "allocated_microseconds", "running_microseconds")
+    }
+    recent_from = timezone.localdate(as_of) - timedelta(days=6)
+    result = {}
+    for allocation in allocations:
+        span = allocation_span(allocation.starts_on, allocation.ends_on, allocation.revoked_at)
+        allocated_to_date = allocation.instance_count * overlap(*span, span[0], as_of)
+        running = recent = 0
+        for day in days_between(allocation.starts_on, min(allocation.ends_on, timezone.localdate(as_of))):
+            total_allocated, total_running = days.get((allocation.organization_id, allocation.pool_id, day), (0, 0))
+            if not total_allocated or not total_running:
+                continue
+            window = (day_start(day), min(day_start(day + ONE_DAY), as_of))
+            mine = allocated_microseconds(
+                instance_count=allocation.instance_count,
+                starts_on=allocation.starts_on,
+                ends_on=allocation.ends_on,
+                revoked_at=allocation.revoked_at,
+                window=window,
+            )
+            share = total_running * mine // total_allocated
+            running += share
+            if day >= recent_from:
+                recent += share
+        recent_start = max(day_start(recent_from), span[0])
+        recent_days = Decimal(max(overlap(recent_start, as_of, span[0], span[1]), 0)) / (86_400 * 1_000_000)
+        remaining = allocation.instance_count * overlap(*span, as_of, span[1]) if allocation.revoked_at is None else 0
+        result[allocation.pk] = AllocationUse(allocation, allocated_to_date, running, remaining, recent, recent_days)
+    return result
+
+
+def org_utilization(organization_ids: set[int], *, first: date, last: date) -> dict[int, Decimal | None]:
+    """Utilization of each organization's allocations over [first, last], one query."""
+    totals = summed(
+        UsageDay.objects.filter(organization_id__in=organization_ids, day__gte=first, day__lte=last), "organization_id"
+    )
+    return {org_id: totals[(org_id,)].utilization if (org_id,) in totals else None for org_id in organization_ids}
+
+
+def pool_running(pool: CapacityPool, *, first: date, last: date) -> dict[date, Decimal]:
+    """Average instances running in the pool each day (running instance-time ÷ the day's length)."""
+    rows = (
+        UsageDay.objects.filter(pool=pool, day__gte=first, day__lte=last)
+        .values("day")
+        .annotate(running=Sum("running_microseconds"))
+        .values_list("day", "running")
+    )
+    return {day: Decimal(running) / (24 * MICROSECONDS_PER_HOUR) for day, running in rows}
+
+
+class Reader:
+    """What the capacity pages read (tenants.capacity.usage)."""
+
+    allocation_use = staticmethod(allocation_use)
+    org_utilization = staticmethod(org_utilization)
+    pool_running = staticmethod(pool_running)
+
+
+READER = Reader()

@@ -1,0 +1,183 @@
+"""The daily rollups: per organization × pool × program day, allocated and running instance-time and their cost
+(and per cluster, the running part), rebuilt from the allocations and the node run intervals.
+
+Incremental: whatever moves a figure marks the organization's affected days (`mark_days`) in the same
+transaction — a poll that saw or lost nodes, an allocation granted or revoked — and `roll_up` recomputes only
+the marked days. Idempotent: a day recomputed twice, or a node polled again, gives the same rows.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import date, datetime
+
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from portal.periods import day_start, today
+from tenants.models import Allocation, CapacityPool
+from workloads.usage.definitions import ONE_DAY, allocated_microseconds, days_between, split_by_day
+from workloads.usage.models import ClusterUsageDay, NodeInterval, UsageDay, UsageDirtyDay
+from workloads.usage.rates import RateTable, load_rates, price
+
+
+def mark_days(organization_id: int, first: date, last: date | None = None) -> None:
+    """The organization's figures from `first` to `last` (default: today) changed; days after today are not
+    rolled up yet, and get marked when they come (`mark_current_days`)."""
+    last = min(last or today(), today())
+    if first > last:
+        return
+    UsageDirtyDay.objects.bulk_create(
+        [UsageDirtyDay(organization_id=organization_id, day=day) for day in days_between(first, last)],
+        ignore_conflicts=True,
+    )
+
+
+def mark_current_days() -> int:
+    """Yesterday and today, for every organization holding an allocation then: today's allocated time grows by
+    the hour, and yesterday's row is finished once the day is over."""
+    day = today()
+    org_ids = set(
+        Allocation.objects.filter(starts_on__lte=day, ends_on__gte=day - ONE_DAY).values_list(
+            "organization_id", flat=True
+        )
+    )
+    for org_id in org_ids:
+        mark_days(org_id, day - ONE_DAY, day)
+    return len(org_ids)
+
+
+def mark_everything() -> int:
+    """Every day of every organization from its first allocation or run: a full rebuild."""
+    firsts: dict[int, date] = {}
+    for org_id, day in Allocation.objects.values_list("organization_id", "starts_on"):
+        firsts[org_id] = min(day, firsts.get(org_id, day))
+    for org_id, started in NodeInterval.objects.values_list("organization_id", "started_at"):
+        day = timezone.localdate(started)
+        firsts[org_id] = min(day, firsts.get(org_id, day))
+    for org_id, first in firsts.items():
+        mark_days(org_id, first)
+    return len(firsts)
+
+
+class PoolFinder:
+    """Which program pool a node's instance-time counts against: the pool of its type and region whose window
+    holds the day (a controller or head node has no pool and is not accelerator capacity)."""
+
+    def __init__(self):
+        self._pools: dict[tuple[str, str], list[CapacityPool]] = defaultdict(list)
+        for pool in CapacityPool.objects.select_related("instance_type").order_by("starts_on", "pk"):
+            self._pools[(pool.instance_type.api_name, pool.region)].append(pool)
+
+    def pool(self, instance_type: str, region: str, day: date) -> CapacityPool | None:
+        candidates = self._pools.get((instance_type, region), [])
+        for pool in candidates:
+            if pool.starts_on <= day <= pool.ends_on:
+                return pool
+        return candidates[-1] if candidates else None
+
+    def get(self, pool_id: int) -> CapacityPool | None:
+        return next((p for pools in self._pools.values() for p in pools if p.pk == pool_id), None)
+
+
+def roll_up(*, batch: int = 2_000, as_of: datetime | None = None) -> int:
+    """Recompute the marked days, a batch at a time; returns how many organization-days were recomputed."""
+    done = 0
+    rates, pools = load_rates(), PoolFinder()
+    while True:
+        count = _roll_up_batch(batch=batch, as_of=as_of or timezone.now(), rates=rates, pools=pools)
+        done += count
+        if count < batch:
+            return done
+
+
+@transaction.atomic
+def _roll_up_batch(*, batch: int, as_of: datetime, rates: RateTable, pools: PoolFinder) -> int:
+    marks = UsageDirtyDay.objects.order_by("organization_id", "day")
+    if connection.features.has_select_for_update_skip_locked:
+        marks = marks.select_for_update(skip_locked=True)  # two rollups never take the same marks
+    claimed = list(marks.values_list("pk", "organization_id", "day")[:batch])
+    if not claimed:
+        return 0
+    # Claimed by deleting first: a mark written while we compute (a poll committing now) survives for the next run.
+    UsageDirtyDay.objects.filter(pk__in=[pk for pk, _org, _day in claimed]).delete()
+    days_by_org: dict[int, set[date]] = defaultdict(set)
+    for _pk, org_id, day in claimed:
+        days_by_org[org_id].add(day)
+    for org_id, days in days_by_org.items():
+        recompute(org_id, sorted(days), as_of=as_of, rates=rates, pools=pools)
+    return len(claimed)
+
+
+def recompute(organization_id: int, days: list[date], *, as_of: datetime, rates: RateTable, pools: PoolFinder) -> None:
+    """Rebuild the organization's rows of these days from its allocations and node intervals."""
+    wanted = set(days)
+    window = (day_start(days[0]), min(day_start(days[-1] + ONE_DAY), as_of))
+    allocated: dict[tuple[int, date], int] = defaultdict(int)
+    running: dict[tuple[int, date], int] = defaultdict(int)
+    by_cluster: dict[tuple[int | None, int, date], int] = defaultdict(int)
+    cluster_names: dict[int | None, str] = {}
+
+    allocations = Allocation.objects.filter(
+        organization_id=organization_id, starts_on__lte=days[-1], ends_on__gte=days[0]
+    ).values_list("pool_id", "instance_count", "starts_on", "ends_on", "revoked_at")
+    for pool_id, count, starts_on, ends_on, revoked_at in allocations:
+        for day in days:
+            if starts_on <= day <= ends_on:
+                day_window = (day_start(day), min(day_start(day + ONE_DAY), as_of))
+                part = allocated_microseconds(
+                    instance_count=count, starts_on=starts_on, ends_on=ends_on, revoked_at=revoked_at, window=day_window
+                )
+                if part:
+                    allocated[(pool_id, day)] += part
+
+    intervals = (
+        NodeInterval.objects.filter(organization_id=organization_id, started_at__lt=window[1])
+        .filter(Q(ended_at__gt=window[0]) | Q(ended_at__isnull=True, last_seen_at__gt=window[0]))
+        .values_list("instance_type", "region", "started_at", "ended_at", "last_seen_at", "cluster_id", "cluster__name")
+    )
+    for instance_type, region, started_at, ended_at, last_seen_at, cluster_id, cluster_name in intervals:
+        end = min(ended_at or last_seen_at, as_of)
+        cluster_names[cluster_id] = cluster_name or ""
+        for day, part in split_by_day(max(started_at, window[0]), min(end, window[1])).items():
+            if day not in wanted:
+                continue
+            pool = pools.pool(instance_type, region, day)
+            if pool is None:
+                continue  # a controller or head node: not accelerator capacity
+            running[(pool.pk, day)] += part
+            by_cluster[(cluster_id, pool.pk, day)] += part
+
+    now = timezone.now()
+    rows = []
+    for pool_id, day in sorted(set(allocated) | set(running)):
+        pool = pools.get(pool_id) or CapacityPool.objects.select_related("instance_type").get(pk=pool_id)
+        row = UsageDay(
+            organization_id=organization_id,
+            pool_id=pool_id,
+            day=day,
+            allocated_microseconds=allocated.get((pool_id, day), 0),
+            running_microseconds=running.get((pool_id, day), 0),
+            computed_at=now,
+        )
+        price(row, rates.rate(pool.instance_type_id, pool.region, day))
+        rows.append(row)
+    scope = {"organization_id": organization_id, "day__in": days}
+    UsageDay.objects.filter(**scope).delete()
+    ClusterUsageDay.objects.filter(**scope).delete()
+    UsageDay.objects.bulk_create(rows, batch_size=1000)
+    ClusterUsageDay.objects.bulk_create(
+        [
+            ClusterUsageDay(
+                organization_id=organization_id,
+                cluster_id=cluster_id,
+                cluster_name=cluster_names.get(cluster_id, ""),
+                pool_id=pool_id,
+                day=day,
+                running_microseconds=part,
+            )
+            for (cluster_id, pool_id, day), part in sorted(by_cluster.items(), key=lambda kv: (kv[0][2], kv[0][1]))
+        ],
+        batch_size=1000,
+    )
