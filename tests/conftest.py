@@ -5,6 +5,7 @@ import os
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 import pytest  # noqa: E402
+from django.core.cache import cache  # noqa: E402
 from django.test import Client  # noqa: E402
 from rest_framework.test import APIClient  # noqa: E402
 
@@ -17,6 +18,14 @@ from tests.factories import MembershipFactory, OrganizationFactory, StaffRoleFac
 def fast_password_hashing(settings):
     # PBKDF2's many rounds are the point in production and only slow in tests.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def empty_cache():
+    """The local-memory cache lives as long as the process: no test sees what another cached."""
+    cache.clear()
+    yield
+    cache.clear()
 
 
 @pytest.fixture

@@ -35,6 +35,7 @@ from workloads.usage.models import (
     RateCardEntry,
     UsageDay,
     UsageDirtyDay,
+    UsageRevision,
 )
 
 __all__ = [
@@ -62,6 +63,7 @@ __all__ = [
     "SupportCase",
     "UsageDay",
     "UsageDirtyDay",
+    "UsageRevision",
     "Workload",
     "WorkloadChange",
     "validate_lustre_capacity",

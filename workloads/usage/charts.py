@@ -5,7 +5,7 @@ over time, cost to date per organization, and an organization's allocated agains
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 from django.utils.formats import date_format
@@ -13,11 +13,10 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from portal.charts import Frame, ValueScale
-from portal.periods import iso_week
+from portal.periods import day_start, iso_week
 from workloads.usage.definitions import MICROSECONDS_PER_HOUR, hours, usd
 from workloads.usage.reports import Figures
 
-WEEK_MICROSECONDS = 7 * 24 * MICROSECONDS_PER_HOUR
 DAY_MICROSECONDS = 24 * MICROSECONDS_PER_HOUR
 # Utilization bands, low to high: a reviewer reads the colour before the number.
 BANDS = [
@@ -27,6 +26,14 @@ BANDS = [
     (None, "#2e9f4a", gettext_lazy("75% and over")),
 ]
 NO_ALLOCATION = "#eef1f4"
+
+
+def elapsed(bucket: date, days: int, *, first: date, as_of: datetime) -> int:
+    """Microseconds of the bucket (a day or a week) that count towards its average: from the period's first day
+    to now at most, so a partial first or current bucket is not read as a drop."""
+    start = max(day_start(bucket), day_start(first))
+    end = min(day_start(bucket + timedelta(days=days)), as_of)
+    return max((end - start) // timedelta(microseconds=1), 1)
 
 
 def band(ratio: Decimal | None) -> str:
@@ -97,7 +104,7 @@ def heatmap(rows: list[Row], weeks: list[date], cells: dict[tuple[int, date], Fi
     }
 
 
-def pool_lines(capacity: int, weeks: list[date], by_week: dict[date, Figures], *, as_of_week: date) -> dict:
+def pool_lines(capacity: int, weeks: list[date], by_week: dict[date, Figures], *, first: date, as_of: datetime) -> dict:
     """A pool's week-average instances: its capacity, what was allocated and what ran."""
     frame = Frame(height=200, bottom=36)
     values = ValueScale(frame, max(capacity, 1))
@@ -109,15 +116,12 @@ def pool_lines(capacity: int, weeks: list[date], by_week: dict[date, Figures], *
     allocated, running = [], []
     for index, week in enumerate(weeks):
         figures = by_week.get(week, Figures())
-        # The current week is partial: average over the part that has passed, not the whole week.
-        length = WEEK_MICROSECONDS if week < as_of_week else None
+        length = elapsed(week, 7, first=first, as_of=as_of)  # the first and current weeks are partial
         allocated.append((index, figures.allocated, length))
         running.append((index, figures.running, length))
 
     def points(series) -> str:
-        return " ".join(
-            f"{x(i)},{values.y(min(capacity, us / (length or WEEK_MICROSECONDS)))}" for i, us, length in series
-        )
+        return " ".join(f"{x(i)},{values.y(min(capacity, us / length))}" for i, us, length in series)
 
     return {
         **frame.as_dict(),
@@ -133,7 +137,7 @@ def pool_lines(capacity: int, weeks: list[date], by_week: dict[date, Figures], *
 
 def cost_bars(rows: list[tuple[Row, Figures]]) -> dict:
     """Per organization: allocated cost to date, with the part that ran filled in."""
-    label_w, bar_h, gap, right = 200, 16, 8, 120
+    label_w, bar_h, gap, right = 200, 16, 8, 180  # right: room for "$1,234,567 / $1,234,567"
     top = 8
     most = max((f.allocated_cost for _row, f in rows), default=0) or 1
     plot_w = 960 - label_w - right
@@ -162,19 +166,21 @@ def cost_bars(rows: list[tuple[Row, Figures]]) -> dict:
     }
 
 
-def daily_bars(days: list[date], by_day: dict[date, Figures], *, weekly: bool = False) -> dict:
+def daily_bars(
+    days: list[date], by_day: dict[date, Figures], *, first: date, as_of: datetime, weekly: bool = False
+) -> dict:
     """Allocated (outline) against running (filled) per day — or per week when the period is long — as the
-    average number of instances."""
+    average number of instances over the part of the day or week that has passed."""
     frame = Frame(height=240)
-    length = WEEK_MICROSECONDS if weekly else DAY_MICROSECONDS
-    most = max([f.allocated for f in by_day.values()] + [f.running for f in by_day.values()] + [1]) / length
+    lengths = {day: elapsed(day, 7 if weekly else 1, first=first, as_of=as_of) for day in days}
+    most = max([max(f.allocated, f.running) / lengths.get(day, DAY_MICROSECONDS) for day, f in by_day.items()] + [1])
     values = ValueScale(frame, max(float(most), 1.0))
     band_w = frame.plot_w / max(len(days), 1)
     bars = []
     for index, day in enumerate(days):
         figures = by_day.get(day, Figures())
         x = round(frame.left + band_w * index, 2)
-        allocated_avg, running_avg = figures.allocated / length, figures.running / length
+        allocated_avg, running_avg = figures.allocated / lengths[day], figures.running / lengths[day]
         bars.append(
             {
                 "x": x,

@@ -147,6 +147,26 @@ class UsageDirtyDay(models.Model):
         return f"{self.organization_id} {self.day}"
 
 
+class UsageRevision(models.Model):
+    """One row counting the rollups that changed something: the cached program charts are keyed on it, so they
+    are rendered again after a rollup and read from the cache until the next one."""
+
+    number = models.BigIntegerField(default=0)
+    changed_at = models.DateTimeField(null=True)
+
+    def __str__(self) -> str:
+        return f"usage revision {self.number}"
+
+    @classmethod
+    def bump(cls, now) -> None:
+        if not cls.objects.filter(pk=1).update(number=models.F("number") + 1, changed_at=now):
+            cls.objects.get_or_create(pk=1, defaults={"number": 1, "changed_at": now})
+
+    @classmethod
+    def current(cls) -> int:
+        return cls.objects.filter(pk=1).values_list("number", flat=True).first() or 0
+
+
 class RateCardEntry(models.Model):
     """What the program pays per instance-hour of a type in a region, from a day on (until the next entry of
     the same type, region and kind). Where kinds overlap, negotiated beats reserved beats the list price; with

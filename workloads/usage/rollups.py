@@ -18,7 +18,7 @@ from django.utils import timezone
 from portal.periods import day_start, today
 from tenants.models import Allocation, CapacityPool
 from workloads.usage.definitions import ONE_DAY, allocated_microseconds, days_between, split_by_day
-from workloads.usage.models import ClusterUsageDay, NodeInterval, UsageDay, UsageDirtyDay
+from workloads.usage.models import ClusterUsageDay, NodeInterval, UsageDay, UsageDirtyDay, UsageRevision
 from workloads.usage.rates import RateTable, load_rates, price
 
 
@@ -105,24 +105,31 @@ def _roll_up_batch(*, batch: int, as_of: datetime, rates: RateTable, pools: Pool
     days_by_org: dict[int, set[date]] = defaultdict(set)
     for _pk, org_id, day in claimed:
         days_by_org[org_id].add(day)
+    # Organizations marked on the same days are recomputed together: after a poll cycle, every org's today at once.
+    orgs_by_days: dict[tuple[date, ...], list[int]] = defaultdict(list)
     for org_id, days in days_by_org.items():
-        recompute(org_id, sorted(days), as_of=as_of, rates=rates, pools=pools)
+        orgs_by_days[tuple(sorted(days))].append(org_id)
+    for days, org_ids in orgs_by_days.items():
+        recompute(org_ids, list(days), as_of=as_of, rates=rates, pools=pools)
+    UsageRevision.bump(timezone.now())
     return len(claimed)
 
 
-def recompute(organization_id: int, days: list[date], *, as_of: datetime, rates: RateTable, pools: PoolFinder) -> None:
-    """Rebuild the organization's rows of these days from its allocations and node intervals."""
+def recompute(
+    organization_ids: list[int], days: list[date], *, as_of: datetime, rates: RateTable, pools: PoolFinder
+) -> None:
+    """Rebuild these organizations' rows of these days from their allocations and node intervals."""
     wanted = set(days)
     window = (day_start(days[0]), min(day_start(days[-1] + ONE_DAY), as_of))
-    allocated: dict[tuple[int, date], int] = defaultdict(int)
-    running: dict[tuple[int, date], int] = defaultdict(int)
-    by_cluster: dict[tuple[int | None, int, date], int] = defaultdict(int)
+    allocated: dict[tuple[int, int, date], int] = defaultdict(int)
+    running: dict[tuple[int, int, date], int] = defaultdict(int)
+    by_cluster: dict[tuple[int, int | None, int, date], int] = defaultdict(int)
     cluster_names: dict[int | None, str] = {}
 
     allocations = Allocation.objects.filter(
-        organization_id=organization_id, starts_on__lte=days[-1], ends_on__gte=days[0]
-    ).values_list("pool_id", "instance_count", "starts_on", "ends_on", "revoked_at")
-    for pool_id, count, starts_on, ends_on, revoked_at in allocations:
+        organization_id__in=organization_ids, starts_on__lte=days[-1], ends_on__gte=days[0]
+    ).values_list("organization_id", "pool_id", "instance_count", "starts_on", "ends_on", "revoked_at")
+    for org_id, pool_id, count, starts_on, ends_on, revoked_at in allocations:
         for day in days:
             if starts_on <= day <= ends_on:
                 day_window = (day_start(day), min(day_start(day + ONE_DAY), as_of))
@@ -130,14 +137,17 @@ def recompute(organization_id: int, days: list[date], *, as_of: datetime, rates:
                     instance_count=count, starts_on=starts_on, ends_on=ends_on, revoked_at=revoked_at, window=day_window
                 )
                 if part:
-                    allocated[(pool_id, day)] += part
+                    allocated[(org_id, pool_id, day)] += part
 
     intervals = (
-        NodeInterval.objects.filter(organization_id=organization_id, started_at__lt=window[1])
+        NodeInterval.objects.filter(organization_id__in=organization_ids, started_at__lt=window[1])
         .filter(Q(ended_at__gt=window[0]) | Q(ended_at__isnull=True, last_seen_at__gt=window[0]))
-        .values_list("instance_type", "region", "started_at", "ended_at", "last_seen_at", "cluster_id", "cluster__name")
-    )
-    for instance_type, region, started_at, ended_at, last_seen_at, cluster_id, cluster_name in intervals:
+        .values_list(
+            "organization_id", "instance_type", "region", "started_at", "ended_at", "last_seen_at", "cluster_id",
+            "cluster__name",
+        )
+    )  # fmt: skip
+    for org_id, instance_type, region, started_at, ended_at, last_seen_at, cluster_id, cluster_name in intervals:
         end = min(ended_at or last_seen_at, as_of)
         cluster_names[cluster_id] = cluster_name or ""
         for day, part in split_by_day(max(started_at, window[0]), min(end, window[1])).items():
@@ -146,38 +156,40 @@ def recompute(organization_id: int, days: list[date], *, as_of: datetime, rates:
             pool = pools.pool(instance_type, region, day)
             if pool is None:
                 continue  # a controller or head node: not accelerator capacity
-            running[(pool.pk, day)] += part
-            by_cluster[(cluster_id, pool.pk, day)] += part
+            running[(org_id, pool.pk, day)] += part
+            by_cluster[(org_id, cluster_id, pool.pk, day)] += part
 
     now = timezone.now()
     rows = []
-    for pool_id, day in sorted(set(allocated) | set(running)):
+    for org_id, pool_id, day in sorted(set(allocated) | set(running)):
         pool = pools.get(pool_id) or CapacityPool.objects.select_related("instance_type").get(pk=pool_id)
         row = UsageDay(
-            organization_id=organization_id,
+            organization_id=org_id,
             pool_id=pool_id,
             day=day,
-            allocated_microseconds=allocated.get((pool_id, day), 0),
-            running_microseconds=running.get((pool_id, day), 0),
+            allocated_microseconds=allocated.get((org_id, pool_id, day), 0),
+            running_microseconds=running.get((org_id, pool_id, day), 0),
             computed_at=now,
         )
         price(row, rates.rate(pool.instance_type_id, pool.region, day))
         rows.append(row)
-    scope = {"organization_id": organization_id, "day__in": days}
+    scope = {"organization_id__in": organization_ids, "day__in": days}
     UsageDay.objects.filter(**scope).delete()
     ClusterUsageDay.objects.filter(**scope).delete()
     UsageDay.objects.bulk_create(rows, batch_size=1000)
     ClusterUsageDay.objects.bulk_create(
         [
             ClusterUsageDay(
-                organization_id=organization_id,
+                organization_id=org_id,
                 cluster_id=cluster_id,
                 cluster_name=cluster_names.get(cluster_id, ""),
                 pool_id=pool_id,
                 day=day,
                 running_microseconds=part,
             )
-            for (cluster_id, pool_id, day), part in sorted(by_cluster.items(), key=lambda kv: (kv[0][2], kv[0][1]))
+            for (org_id, cluster_id, pool_id, day), part in sorted(
+                by_cluster.items(), key=lambda kv: (kv[0][0], kv[0][3], kv[0][2])
+            )
         ],
         batch_size=1000,
     )

@@ -4,15 +4,19 @@ start and end), so a view can be shared; htmx swaps the body when the period cha
 
 from __future__ import annotations
 
+import hashlib
 from datetime import timedelta
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
@@ -29,7 +33,7 @@ from tenants.access import (
 from tenants.models import Allocation, CapacityPool, InstancePrice, Program
 from workloads.usage import charts, exports
 from workloads.usage.forms import RateCardForm
-from workloads.usage.models import RateCardEntry, UsageDay
+from workloads.usage.models import RateCardEntry, UsageDay, UsageRevision
 from workloads.usage.periods import Period, PeriodError, parse_period
 from workloads.usage.rates import MANAGERS_ONLY, add_rate, remove_rate
 from workloads.usage.reports import (
@@ -86,15 +90,31 @@ def program_usage(request):
         "period_error": error,
         "choices": period_choices(program),
         "report": report,
-        **_program_charts(report, program, UsageDay.objects.visible_to(request.user)),
+        "charts": _cached_charts(report, program, UsageDay.objects.visible_to(request.user)),
     }
     status = 400 if error else 200
     return render_page(request, "workloads/usage/program.html", context, fragment="usage-body", status=status)
 
 
-def _program_charts(report, program: Program | None, rows) -> dict:
+CHARTS_TTL = 600  # seconds: a renamed organization or a resized pool shows in the charts within this time
+
+
+def _cached_charts(report, program: Program | None, rows) -> str:
+    """The program-wide charts, the same for every period chosen: rendered once per rollup (`UsageRevision`) and
+    language, then read from the cache, so the page costs the same with a year of history as with a week."""
     if program is None:
-        return {}
+        return ""
+    parts = (program.pk, program.starts_on, program.ends_on, today(), get_language(), UsageRevision.current())
+    orgs = ",".join(str(row.organization.pk) for row in report.rows)
+    key = "usage-charts:" + hashlib.sha256(f"{parts}|{orgs}".encode()).hexdigest()
+    html = cache.get(key)
+    if html is None:
+        html = render_to_string("workloads/usage/_program_charts.html", _program_charts(report, program, rows))
+        cache.set(key, html, CHARTS_TTL)
+    return html
+
+
+def _program_charts(report, program: Program, rows) -> dict:
     first, last = program.starts_on, min(program.ends_on, today())
     org_rows = [
         charts.Row(r.organization.pk, r.organization.name, reverse("usage:org", args=[r.organization.slug]))
@@ -104,7 +124,6 @@ def _program_charts(report, program: Program | None, rows) -> dict:
     by_org_week = weekly(rows, first=first, last=last, key="organization_id")
     by_pool_week = weekly(rows, first=first, last=last, key="pool_id")
     to_date = summed(rows.filter(day__gte=first, day__lte=last), "organization_id")
-    this_week = weeks[-1] if weeks else first
     return {
         "heatmap": charts.heatmap(org_rows, weeks, by_org_week),
         "pool_charts": [
@@ -114,7 +133,8 @@ def _program_charts(report, program: Program | None, rows) -> dict:
                     p.pool.total_instances,
                     weeks,
                     {week: f for (pool_id, week), f in by_pool_week.items() if pool_id == p.pool.pk},
-                    as_of_week=this_week,
+                    first=first,
+                    as_of=timezone.now(),
                 ),
             }
             for p in report.pools
@@ -163,13 +183,14 @@ def _org_context(request, org_slug: str) -> dict:
     if weekly_chart:
         weeks = charts.weeks_between(period.first, last)
         by_week = weekly(rows, first=period.first, last=last, key="organization_id")
-        chart = charts.daily_bars(weeks, {week: f for (_org, week), f in by_week.items()}, weekly=True)
+        by_week = {week: f for (_org, week), f in by_week.items()}
+        chart = charts.daily_bars(weeks, by_week, first=period.first, as_of=timezone.now(), weekly=True)
     else:
         days = [period.first + timedelta(days=n) for n in range((last - period.first).days + 1)]
         by_day: dict = {}
         for (day, _pool), figures in daily(rows, first=period.first, last=last).items():
             by_day.setdefault(day, Figures()).add(figures)
-        chart = charts.daily_bars(days, by_day)
+        chart = charts.daily_bars(days, by_day, first=period.first, as_of=timezone.now())
     return {
         "access": access,
         "org": org,
