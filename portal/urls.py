@@ -45,3 +45,8 @@ urlpatterns = [
     path("", include("tenants.urls")),
     path("", include("workloads.urls")),
 ]
+
+handler400 = "portal.views.bad_request"
+handler403 = "portal.views.permission_denied"
+handler404 = "portal.views.page_not_found"
+handler500 = "portal.views.server_error"

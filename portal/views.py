@@ -1,5 +1,9 @@
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError, connection
 from django.http import JsonResponse
+from django.utils.translation import gettext as _
+from django.views import defaults
 from django.views.decorators.cache import never_cache
 
 from portal.celery import app as celery_app
@@ -29,3 +33,41 @@ def healthz(request):
     checks = {"database": _database_state(), "broker": _broker_state()}
     healthy = all(state == "ok" for state in checks.values())
     return JsonResponse({"status": "ok" if healthy else "down", **checks}, status=200 if healthy else 503)
+
+
+# --- Error pages: the API answers JSON, pages answer the site's templates ------------------------------------
+
+
+def _wants_json(request) -> bool:
+    return request.path.startswith("/api/")
+
+
+def bad_request(request, exception=None):
+    """400 raised before a view could answer (a body over DATA_UPLOAD_MAX_MEMORY_SIZE, too many fields, a
+    malformed Host): JSON under /api/, the site's page elsewhere."""
+    if _wants_json(request):
+        if isinstance(exception, RequestDataTooBig):
+            limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE // (1024 * 1024)
+            detail = _("The request body is too large: at most %(mb)s MB.") % {"mb": limit}
+        else:
+            detail = _("Bad request.")
+        return JsonResponse({"detail": detail}, status=400)
+    return defaults.bad_request(request, exception)
+
+
+def permission_denied(request, exception=None):
+    if _wants_json(request):
+        return JsonResponse({"detail": _("You do not have permission to perform this action.")}, status=403)
+    return defaults.permission_denied(request, exception)
+
+
+def page_not_found(request, exception=None):
+    if _wants_json(request):
+        return JsonResponse({"detail": _("Not found.")}, status=404)
+    return defaults.page_not_found(request, exception)
+
+
+def server_error(request):
+    if _wants_json(request):
+        return JsonResponse({"detail": _("Server error: the team has been told.")}, status=500)
+    return defaults.server_error(request)

@@ -30,6 +30,10 @@ class Region(models.TextChoices):
     AP_NORTHEAST_1 = "ap-northeast-1", _("Asia Pacific (Tokyo)")
 
 
+# What a person may type into one free-text field (a justification, a case description, a comment).
+FREE_TEXT_MAX = 20_000
+
+
 class Program(models.Model):
     """A funding cycle: the window every pool and allocation lives in."""
 
@@ -324,7 +328,7 @@ class CapacityRequest(models.Model):
     )
     starts_on = models.DateField(_("first day"))
     ends_on = models.DateField(_("last day"))
-    justification = models.TextField(_("justification"))
+    justification = models.TextField(_("justification"), max_length=FREE_TEXT_MAX)
     # The optional training plan behind the request; the estimate is computed from it.
     parameter_count = models.BigIntegerField(
         _("parameters"), null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(MAX_PARAMETERS)]
@@ -356,7 +360,7 @@ class CapacityRequest(models.Model):
         verbose_name=_("decided by"),
     )
     decided_at = models.DateTimeField(_("decided at"), null=True, blank=True)
-    decision_comment = models.TextField(_("decision comment"), blank=True)
+    decision_comment = models.TextField(_("decision comment"), blank=True, max_length=FREE_TEXT_MAX)
 
     objects = TenantQuerySet.as_manager()
 
@@ -433,7 +437,7 @@ class Allocation(models.Model):
         verbose_name=_("revoked by"),
     )
     revoked_at = models.DateTimeField(_("revoked at"), null=True, blank=True)
-    revoke_reason = models.TextField(_("reason for revoking"), blank=True)
+    revoke_reason = models.TextField(_("reason for revoking"), blank=True, max_length=FREE_TEXT_MAX)
 
     objects = AllocationQuerySet.as_manager()
 
@@ -506,7 +510,7 @@ class AuditEvent(models.Model):
     target_id = models.PositiveBigIntegerField(_("object id"))
     # {"field": [before, after]} for every field the action changed.
     changes = models.JSONField(_("changes"), default=dict, blank=True)
-    comment = models.TextField(_("comment"), blank=True)
+    comment = models.TextField(_("comment"), blank=True, max_length=FREE_TEXT_MAX)
     created_at = models.DateTimeField(_("at"), auto_now_add=True, db_index=True)
 
     objects = TenantQuerySet.as_manager()

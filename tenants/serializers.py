@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from portal import serializers as api
 from tenants.models import InstancePrice, InstanceType, Organization
 
 
@@ -27,21 +28,21 @@ class OrganizationSlugField(serializers.CharField):
         return value.slug
 
 
-class OrganizationSerializer(serializers.ModelSerializer):
-    lead_engineer = serializers.SlugRelatedField(slug_field="username", read_only=True)
+class OrganizationSerializer(api.ModelSerializer):
+    lead_engineer = api.SlugRelatedField(slug_field="username", read_only=True)
 
     class Meta:
         model = Organization
         fields = ["slug", "name", "aws_account_id", "role_arn", "lead_engineer", "contact_name", "contact_email"]
 
 
-class InstancePriceSerializer(serializers.ModelSerializer):
+class InstancePriceSerializer(api.ModelSerializer):
     class Meta:
         model = InstancePrice
         fields = ["region", "usd_per_hour", "price_date"]
 
 
-class InstanceTypeSerializer(serializers.ModelSerializer):
+class InstanceTypeSerializer(api.ModelSerializer):
     prices = InstancePriceSerializer(many=True, read_only=True)
 
     class Meta:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from django_filters import rest_framework as filters
 
+from tenants.filters import organization_choices
 from tenants.models import Allocation, CapacityRequest, Region
 
 
 class CapacityRequestFilter(filters.FilterSet):
-    organization = filters.CharFilter(field_name="organization__slug")
+    organization = filters.ModelChoiceFilter(
+        field_name="organization", to_field_name="slug", queryset=organization_choices, help_text="Organization slug."
+    )
     instance_type = filters.CharFilter(field_name="pool__instance_type__api_name")
     region = filters.ChoiceFilter(field_name="pool__region", choices=Region.choices)
 
@@ -18,7 +21,9 @@ class CapacityRequestFilter(filters.FilterSet):
 
 
 class AllocationFilter(filters.FilterSet):
-    organization = filters.CharFilter(field_name="organization__slug")
+    organization = filters.ModelChoiceFilter(
+        field_name="organization", to_field_name="slug", queryset=organization_choices, help_text="Organization slug."
+    )
     instance_type = filters.CharFilter(field_name="pool__instance_type__api_name")
     region = filters.ChoiceFilter(field_name="pool__region", choices=Region.choices)
 

@@ -10,15 +10,25 @@ from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from portal import serializers as api
 from tenants.access import visible_organizations
 from tenants.capacity.estimate import MAX_INSTANCES, MAX_PARAMETERS, MAX_TOKENS
 from tenants.capacity.pools import catalog_prices, request_estimate
-from tenants.models import Allocation, CapacityPool, CapacityRequest, InstancePrice, InstanceType, Organization, Region
+from tenants.models import (
+    FREE_TEXT_MAX,
+    Allocation,
+    CapacityPool,
+    CapacityRequest,
+    InstancePrice,
+    InstanceType,
+    Organization,
+    Region,
+)
 
 
-class CapacityPoolSerializer(serializers.ModelSerializer):
-    program = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    instance_type = serializers.SlugRelatedField(slug_field="api_name", read_only=True)
+class CapacityPoolSerializer(api.ModelSerializer):
+    program = api.SlugRelatedField(slug_field="slug", read_only=True)
+    instance_type = api.SlugRelatedField(slug_field="api_name", read_only=True)
     allocatable_instances = serializers.IntegerField(read_only=True)
     window = serializers.SerializerMethodField(help_text="Free capacity over ?start=&end=, when given.")
 
@@ -65,7 +75,7 @@ class CapacityPoolSerializer(serializers.ModelSerializer):
         ]
 
 
-class EstimateSerializer(serializers.Serializer):
+class EstimateSerializer(api.Serializer):
     """Inputs of the compute estimate; the response is the Estimate's fields."""
 
     parameters = serializers.IntegerField(
@@ -78,7 +88,7 @@ class EstimateSerializer(serializers.Serializer):
         allow_null=True,
         help_text="Training tokens; blank = 20 × parameters.",
     )
-    instance_type = serializers.SlugRelatedField(slug_field="api_name", queryset=InstanceType.objects.all())
+    instance_type = api.SlugRelatedField(slug_field="api_name", queryset=InstanceType.objects.all())
     region = serializers.ChoiceField(choices=Region.choices)
     instance_count = serializers.IntegerField(min_value=1, max_value=MAX_INSTANCES)
     starts_on = serializers.DateField()
@@ -105,7 +115,7 @@ class EstimateSerializer(serializers.Serializer):
         return attrs
 
 
-class EstimateResultSerializer(serializers.Serializer):
+class EstimateResultSerializer(api.Serializer):
     parameters = serializers.IntegerField()
     tokens = serializers.IntegerField()
     tokens_defaulted = serializers.BooleanField()
@@ -127,23 +137,24 @@ class EstimateResultSerializer(serializers.Serializer):
     window_cost_local = serializers.DecimalField(max_digits=26, decimal_places=0, allow_null=True)
 
 
-class CapacityRequestSerializer(serializers.ModelSerializer):
-    organization = serializers.SlugRelatedField(
+class CapacityRequestSerializer(api.ModelSerializer):
+    read_only_messages = {  # a client that tries to set the status is told how (portal.serializers)
+        "status": _("The status changes through the submit and withdraw actions, or a program manager's decision.")
+    }
+    organization = api.SlugRelatedField(
         slug_field="slug",
         queryset=Organization.objects.none(),  # narrowed to the caller's organizations in __init__
         required=False,
         help_text="Slug of your organization; may be left out when you belong to exactly one.",
     )
-    instance_type = serializers.SlugRelatedField(
-        slug_field="api_name", queryset=InstanceType.objects.all(), required=False
-    )
+    instance_type = api.SlugRelatedField(slug_field="api_name", queryset=InstanceType.objects.all(), required=False)
     region = serializers.ChoiceField(choices=Region.choices, required=False)
     base_allocation = serializers.PrimaryKeyRelatedField(
         queryset=Allocation.objects.none(), required=False, allow_null=True
     )
     submit = serializers.BooleanField(write_only=True, default=False, help_text="Submit at once instead of a draft.")
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    created_by = api.SlugRelatedField(slug_field="username", read_only=True)
+    decided_by = api.SlugRelatedField(slug_field="username", read_only=True)
     allocation = serializers.PrimaryKeyRelatedField(read_only=True)
     estimate = serializers.SerializerMethodField()
 
@@ -182,13 +193,6 @@ class CapacityRequestSerializer(serializers.ModelSerializer):
 
     def validate(self, attrs):
         errors = {}
-        # Status is read-only here; a client that tries to set it is told how, not silently ignored.
-        sent_status = self.initial_data.get("status") if hasattr(self.initial_data, "get") else None
-        current = self.instance.status if self.instance is not None else CapacityRequest.Status.DRAFT
-        if sent_status is not None and sent_status != current:
-            errors["status"] = _(
-                "The status changes through the submit and withdraw actions, or a program manager's decision."
-            )
         if self.instance is not None:  # an edit rewrites the plan; whose request it is and what it changes stay
             for field in ("organization", "base_allocation"):
                 if field in attrs and attrs[field] != getattr(self.instance, field):
@@ -207,29 +211,29 @@ def estimate_as_dict(result) -> dict:
     return {**asdict(result), "fits": result.fits}
 
 
-class DecisionSerializer(serializers.Serializer):
+class DecisionSerializer(api.Serializer):
     """Approve in full (no fields), or partially with fewer instances and/or a shorter window."""
 
     instance_count = serializers.IntegerField(required=False, min_value=1, max_value=MAX_INSTANCES)
     starts_on = serializers.DateField(required=False)
     ends_on = serializers.DateField(required=False)
-    comment = serializers.CharField(required=False, allow_blank=True, default="")
+    comment = serializers.CharField(max_length=FREE_TEXT_MAX, required=False, allow_blank=True, default="")
 
 
-class CommentSerializer(serializers.Serializer):
-    comment = serializers.CharField(allow_blank=False, trim_whitespace=True)
+class CommentSerializer(api.Serializer):
+    comment = serializers.CharField(max_length=FREE_TEXT_MAX, allow_blank=False, trim_whitespace=True)
 
 
-class ReasonSerializer(serializers.Serializer):
-    reason = serializers.CharField(allow_blank=False, trim_whitespace=True)
+class ReasonSerializer(api.Serializer):
+    reason = serializers.CharField(max_length=FREE_TEXT_MAX, allow_blank=False, trim_whitespace=True)
 
 
-class AllocationSerializer(serializers.ModelSerializer):
-    organization = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+class AllocationSerializer(api.ModelSerializer):
+    organization = api.SlugRelatedField(slug_field="slug", read_only=True)
     instance_type = serializers.CharField(source="pool.instance_type.api_name", read_only=True)
     region = serializers.CharField(source="pool.region", read_only=True)
     request = serializers.PrimaryKeyRelatedField(read_only=True)
-    revoked_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    revoked_by = api.SlugRelatedField(slug_field="username", read_only=True)
     instance_hours = serializers.IntegerField(read_only=True)
 
     class Meta:

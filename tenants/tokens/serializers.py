@@ -1,14 +1,17 @@
 from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
+from portal import serializers as api
 from tenants.tokens import services
 from tenants.tokens.models import ApiToken
 
 
-class NewTokenSerializer(serializers.Serializer):
+class NewTokenSerializer(api.Serializer):
     # As long as a username can be (150): a longer one would not fit the failed-login record either.
     username = serializers.CharField(trim_whitespace=False, max_length=150)
-    password = serializers.CharField(trim_whitespace=False, style={"input_type": "password"}, write_only=True)
+    password = serializers.CharField(
+        max_length=1024, trim_whitespace=False, style={"input_type": "password"}, write_only=True
+    )
     name = serializers.CharField(
         max_length=100,
         required=False,
@@ -23,7 +26,7 @@ class NewTokenSerializer(serializers.Serializer):
     )
 
 
-class ApiTokenSerializer(serializers.ModelSerializer):
+class ApiTokenSerializer(api.ModelSerializer):
     state = serializers.CharField(read_only=True, help_text=_("active, expired or revoked"))
 
     class Meta:

@@ -5,17 +5,18 @@ from __future__ import annotations
 from django.urls import reverse
 from rest_framework import serializers
 
+from portal import serializers as api
 from workloads.clusters.models import Cluster, ClusterInstanceGroup, ClusterNode, validate_lustre_capacity
 
 
-class InstanceGroupSerializer(serializers.ModelSerializer):
+class InstanceGroupSerializer(api.ModelSerializer):
     class Meta:
         model = ClusterInstanceGroup
         fields = ["name", "role", "instance_type", "instance_count"]
 
 
-class ClusterSerializer(serializers.ModelSerializer):
-    organization = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+class ClusterSerializer(api.ModelSerializer):
+    organization = api.SlugRelatedField(slug_field="slug", read_only=True)
     groups = InstanceGroupSerializer(many=True, read_only=True)
     status_url = serializers.SerializerMethodField()
 
@@ -53,12 +54,12 @@ class ClusterSerializer(serializers.ModelSerializer):
         return request.build_absolute_uri(path) if request else path
 
 
-class GroupInputSerializer(serializers.Serializer):
+class GroupInputSerializer(api.Serializer):
     instance_type = serializers.CharField(max_length=40)
     count = serializers.IntegerField(min_value=1, max_value=2000)
 
 
-class ClusterCreateSerializer(serializers.Serializer):
+class ClusterCreateSerializer(api.Serializer):
     """Input only: the allocation and workload ids are resolved inside the caller's organization."""
 
     organization = serializers.SlugField(
@@ -90,7 +91,7 @@ class ClusterCreateSerializer(serializers.Serializer):
         return attrs
 
 
-class ClusterNodeSerializer(serializers.ModelSerializer):
+class ClusterNodeSerializer(api.ModelSerializer):
     class Meta:
         model = ClusterNode
         fields = [

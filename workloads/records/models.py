@@ -15,7 +15,7 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
 from tenants.capacity.estimate import MAX_PARAMETERS, MAX_TOKENS
-from tenants.models import Allocation, Framework, Organization, TenantQuerySet
+from tenants.models import FREE_TEXT_MAX, Allocation, Framework, Organization, TenantQuerySet
 
 MAX_PARALLEL_DEGREE = 65_536  # per dimension; a 100,000-GPU run is about 2^17 accelerators in all
 TOO_MANY_PARAMETERS = _("At most 100 trillion parameters.")
@@ -102,7 +102,7 @@ class Workload(models.Model):
         verbose_name=_("allocation"),
     )
     status = models.CharField(_("status"), max_length=16, choices=Status.choices, default=Status.PLANNED)
-    notes = models.TextField(_("notes"), blank=True)
+    notes = models.TextField(_("notes"), blank=True, max_length=FREE_TEXT_MAX)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+", verbose_name=_("created by")
     )

@@ -5,20 +5,22 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from portal import serializers as api
 from tenants.models import Allocation
 from tenants.serializers import OrganizationSlugField, request_user
 from workloads.records.models import TOO_MANY_PARAMETERS, TOO_MANY_TOKENS, Workload, WorkloadChange
 
 
-class WorkloadChangeSerializer(serializers.ModelSerializer):
-    actor = serializers.SlugRelatedField(slug_field="username", read_only=True)
+class WorkloadChangeSerializer(api.ModelSerializer):
+    actor = api.SlugRelatedField(slug_field="username", read_only=True)
 
     class Meta:
         model = WorkloadChange
         fields = ["id", "kind", "field", "old_value", "new_value", "actor", "changed_at"]
+        read_only_fields = fields  # the history is written by the services, never through the API
 
 
-class WorkloadSerializer(serializers.ModelSerializer):
+class WorkloadSerializer(api.ModelSerializer):
     organization = OrganizationSlugField()
     allocation = serializers.PrimaryKeyRelatedField(
         queryset=Allocation.objects.none(),  # narrowed to the caller's allocations in __init__
@@ -26,7 +28,7 @@ class WorkloadSerializer(serializers.ModelSerializer):
         allow_null=True,
         help_text="Id of one of the organization's allocations.",
     )
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    created_by = api.SlugRelatedField(slug_field="username", read_only=True)
     world_size = serializers.IntegerField(read_only=True, help_text="Accelerators: tensor × pipeline × data parallel.")
 
     class Meta:

@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from tenants.access import is_program_staff
 from workloads.review.filters import ActionItemFilter
 from workloads.review.models import ActionItem, ReviewMeeting
-from workloads.review.serializers import ActionItemSerializer, ReviewMeetingSerializer
+from workloads.review.serializers import ActionItemSerializer, ActionItemStatusSerializer, ReviewMeetingSerializer
 from workloads.review.services import add_action_item, save_review_meeting, set_action_item_done
 
 
@@ -125,9 +125,14 @@ class ActionItemViewSet(
         )
         return Response(self.get_serializer(self.get_queryset().get(pk=item.pk)).data, status=status.HTTP_201_CREATED)
 
+    @extend_schema(request=ActionItemStatusSerializer)
+    def partial_update(self, request, *args, **kwargs):
+        return super().partial_update(request, *args, **kwargs)
+
     def update(self, request, *args, **kwargs):
         item = self.get_object()
-        if set(request.data) != {"status"} or request.data["status"] not in ActionItem.Status.values:
-            raise ValidationError({"status": [_("Send only the status: open or done.")]})
-        set_action_item_done(user=request.user, item=item, done=request.data["status"] == ActionItem.Status.DONE)
+        change = ActionItemStatusSerializer(data=request.data)
+        change.is_valid(raise_exception=True)
+        done = change.validated_data["status"] == ActionItem.Status.DONE
+        set_action_item_done(user=request.user, item=item, done=done)
         return Response(self.get_serializer(self.get_queryset().get(pk=item.pk)).data)

@@ -7,7 +7,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
-from tenants.models import Organization, StaffRole, TenantQuerySet
+from tenants.models import FREE_TEXT_MAX, Organization, StaffRole, TenantQuerySet
 from workloads.support.models import SupportCase
 
 
@@ -20,7 +20,7 @@ class ReviewMeeting(models.Model):
         settings.AUTH_USER_MODEL, blank=True, related_name="review_meetings", verbose_name=_("attendees")
     )
     other_attendees = models.CharField(_("other attendees"), max_length=500, blank=True)
-    minutes = models.TextField(_("minutes"), blank=True)
+    minutes = models.TextField(_("minutes"), blank=True, max_length=FREE_TEXT_MAX)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+", verbose_name=_("created by")
     )

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from portal import serializers as api
 from portal.periods import iso_week, parse_iso_week
 from tenants.access import program_staff_users, visible_organizations
 from tenants.models import Organization
@@ -13,15 +15,13 @@ from workloads.review.models import ActionItem, ReviewMeeting
 from workloads.support.models import SupportCase
 
 
-class ActionItemSerializer(serializers.ModelSerializer):
+class ActionItemSerializer(api.ModelSerializer):
     meeting = serializers.PrimaryKeyRelatedField(queryset=ReviewMeeting.objects.all())
     week = serializers.SerializerMethodField()
-    organization = serializers.SlugRelatedField(
+    organization = api.SlugRelatedField(
         slug_field="slug", queryset=Organization.objects.none(), required=False, allow_null=True
     )
-    owner = serializers.SlugRelatedField(
-        slug_field="username", queryset=program_staff_users(), required=False, allow_null=True
-    )
+    owner = api.SlugRelatedField(slug_field="username", queryset=program_staff_users(), required=False, allow_null=True)
     case = serializers.PrimaryKeyRelatedField(
         queryset=SupportCase.objects.none(), required=False, allow_null=True, help_text="Link an existing case."
     )
@@ -32,7 +32,8 @@ class ActionItemSerializer(serializers.ModelSerializer):
         allow_empty=False,
         help_text="Open a case for this item: {title, category, severity, description} in its organization.",
     )
-    done_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    done_by = api.SlugRelatedField(slug_field="username", read_only=True)
+    read_only_messages = {"status": _('A new item is open: mark it done afterwards with PATCH {"status": "done"}.')}
 
     class Meta:
         model = ActionItem
@@ -51,7 +52,7 @@ class ActionItemSerializer(serializers.ModelSerializer):
             "done_by",
             "created_at",
         ]
-        read_only_fields = ["done_at", "created_at"]
+        read_only_fields = ["status", "done_at", "created_at"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -78,12 +79,10 @@ class IsoWeekField(serializers.Field):
             raise serializers.ValidationError("Give an ISO week such as 2027-W05.") from None
 
 
-class ReviewMeetingSerializer(serializers.ModelSerializer):
+class ReviewMeetingSerializer(api.ModelSerializer):
     week = IsoWeekField(source="week_start", help_text="ISO week in the program's timezone, e.g. 2027-W05.")
-    attendees = serializers.SlugRelatedField(
-        slug_field="username", many=True, queryset=program_staff_users(), required=False
-    )
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    attendees = api.SlugRelatedField(slug_field="username", many=True, queryset=program_staff_users(), required=False)
+    created_by = api.SlugRelatedField(slug_field="username", read_only=True)
     action_items = ActionItemSerializer(many=True, read_only=True)
 
     class Meta:
@@ -101,3 +100,9 @@ class ReviewMeetingSerializer(serializers.ModelSerializer):
             "updated_at",
         ]
         read_only_fields = ["week_start", "created_at", "updated_at"]
+
+
+class ActionItemStatusSerializer(api.Serializer):
+    """The one change an action item takes after it exists."""
+
+    status = serializers.ChoiceField(choices=ActionItem.Status.choices)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from django.utils.translation import gettext_lazy as _
 from django_filters import rest_framework as filters
 
-from tenants.filters import ALL, organization_choices
+from tenants.filters import ALL, organization_choices, visible_rows
+from workloads.records.models import Workload
 from workloads.support.models import SupportCase
 
 
@@ -28,7 +29,7 @@ class SupportCaseFilter(filters.FilterSet):
     severity = filters.ChoiceFilter(label=_("Severity"), empty_label=ALL, choices=SupportCase.Severity.choices)
     category = filters.ChoiceFilter(label=_("Category"), empty_label=ALL, choices=SupportCase.Category.choices)
     assignee = filters.CharFilter(label=_("Assignee"), field_name="assignee__username", help_text="A username.")
-    workload = filters.NumberFilter(label=_("Workload"), field_name="workload_id")
+    workload = filters.ModelChoiceFilter(label=_("Workload"), field_name="workload", queryset=visible_rows(Workload))
 
     class Meta:
         model = SupportCase

@@ -12,7 +12,7 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
 from tenants.access import can_read_internal_notes
-from tenants.models import Organization, TenantQuerySet
+from tenants.models import FREE_TEXT_MAX, Organization, TenantQuerySet
 from workloads.records.models import Workload
 
 
@@ -54,7 +54,7 @@ class SupportCase(models.Model):
         Organization, on_delete=models.PROTECT, related_name="support_cases", verbose_name=_("organization")
     )
     title = models.CharField(_("title"), max_length=200)
-    description = models.TextField(_("description"))
+    description = models.TextField(_("description"), max_length=FREE_TEXT_MAX)
     category = models.CharField(_("category"), max_length=16, choices=Category.choices)
     severity = models.CharField(_("severity"), max_length=2, choices=Severity.choices, default=Severity.S3)
     status = models.CharField(_("status"), max_length=24, choices=Status.choices, default=Status.OPEN)
@@ -155,7 +155,7 @@ class CaseEvent(models.Model):
     kind = models.CharField(_("kind"), max_length=16, choices=Kind.choices)
     # Internal entries (staff notes, links to the staff-only weekly review) are never shown or mailed to tenants.
     internal = models.BooleanField(_("internal"), default=False, db_index=True)
-    body = models.TextField(_("text"), blank=True)
+    body = models.TextField(_("text"), blank=True, max_length=FREE_TEXT_MAX)
     old_value = models.CharField(_("from"), max_length=200, blank=True)
     new_value = models.CharField(_("to"), max_length=200, blank=True)
     created_at = models.DateTimeField(_("at"), auto_now_add=True, db_index=True)

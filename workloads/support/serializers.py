@@ -3,18 +3,21 @@ organization's workload is answered like an id that does not exist."""
 
 from __future__ import annotations
 
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from portal import serializers as api
 from tenants.access import program_staff_users
+from tenants.models import FREE_TEXT_MAX
 from tenants.serializers import OrganizationSlugField, request_user
 from workloads.records.models import Workload
 from workloads.support.models import CaseEvent, SupportCase
 
 
-class CaseEventSerializer(serializers.ModelSerializer):
-    actor = serializers.SlugRelatedField(slug_field="username", read_only=True)
+class CaseEventSerializer(api.ModelSerializer):
+    actor = api.SlugRelatedField(slug_field="username", read_only=True)
     internal = serializers.BooleanField(
         default=False, help_text="Program staff only: an internal note, never shown or mailed to the tenant."
     )
@@ -26,21 +29,22 @@ class CaseEventSerializer(serializers.ModelSerializer):
         extra_kwargs = {"body": {"required": True, "allow_blank": False}}
 
 
-class SupportCaseSerializer(serializers.ModelSerializer):
+class SupportCaseSerializer(api.ModelSerializer):
     organization = OrganizationSlugField()
     workload = serializers.PrimaryKeyRelatedField(
         queryset=Workload.objects.none(), required=False, allow_null=True, help_text="Id of a workload of the org."
     )
-    assignee = serializers.SlugRelatedField(
+    assignee = api.SlugRelatedField(
         slug_field="username",
         queryset=program_staff_users(),
         required=False,
         allow_null=True,
         help_text="Username of a program staff member (staff only; defaults to the org's lead support engineer).",
     )
-    opened_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    opened_by = api.SlugRelatedField(slug_field="username", read_only=True)
     time_to_first_response = serializers.SerializerMethodField(help_text="Seconds; null before the first reply.")
     time_open = serializers.SerializerMethodField(help_text="Seconds open, until resolved or closed.")
+    read_only_messages = {"status": _("A new case is open: change its status afterwards with PATCH.")}
 
     class Meta:
         model = SupportCase
@@ -62,7 +66,7 @@ class SupportCaseSerializer(serializers.ModelSerializer):
             "time_to_first_response",
             "time_open",
         ]
-        read_only_fields = ["created_at", "updated_at", "first_response_at", "resolved_at"]
+        read_only_fields = ["status", "created_at", "updated_at", "first_response_at", "resolved_at"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -80,7 +84,7 @@ class SupportCaseSerializer(serializers.ModelSerializer):
         return int((case.open_until - case.created_at).total_seconds())
 
 
-class CaseChangeSerializer(serializers.Serializer):
+class CaseChangeSerializer(api.Serializer):
     """PATCH of a case: each given field is one change in the case's history."""
 
     status = serializers.ChoiceField(
@@ -89,7 +93,7 @@ class CaseChangeSerializer(serializers.Serializer):
         help_text="Tenants: resolved, closed, or open to reopen a resolved or closed case. Staff: any.",
     )
     severity = serializers.ChoiceField(choices=SupportCase.Severity.choices, required=False)
-    assignee = serializers.SlugRelatedField(
+    assignee = api.SlugRelatedField(
         slug_field="username",
         queryset=program_staff_users(),
         required=False,
@@ -99,7 +103,9 @@ class CaseChangeSerializer(serializers.Serializer):
     workload = serializers.PrimaryKeyRelatedField(
         queryset=Workload.objects.none(), required=False, allow_null=True, help_text="Id of a workload of the org."
     )
-    comment = serializers.CharField(required=False, allow_blank=True, help_text="A comment added with the change.")
+    comment = serializers.CharField(
+        max_length=FREE_TEXT_MAX, required=False, allow_blank=True, help_text="A comment added with the change."
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -7,6 +7,7 @@ from datetime import timedelta
 from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
+from portal import serializers as api
 from portal.periods import today
 from tenants.models import InstanceType, Region
 from workloads.usage.models import RateCardEntry
@@ -20,7 +21,7 @@ class UsageQuerySerializer(serializers.Serializer):
     answered like one that does not exist)."""
 
     organization = serializers.SlugField(required=False, help_text="Slug of an organization you can see.")
-    instance_type = serializers.SlugRelatedField(
+    instance_type = api.SlugRelatedField(
         slug_field="api_name", queryset=InstanceType.objects.all(), required=False, help_text="e.g. p5.48xlarge"
     )
     region = serializers.ChoiceField(choices=Region.choices, required=False)
@@ -38,31 +39,41 @@ class UsageQuerySerializer(serializers.Serializer):
         return attrs
 
 
-class UsageRowSerializer(serializers.Serializer):
-    organization = serializers.CharField(help_text="Organization slug.")
-    instance_type = serializers.CharField()
-    region = serializers.CharField()
-    granularity = serializers.CharField()
-    period_start = serializers.DateField(help_text="The day, or the first day of the week (Monday) or month.")
-    period_end = serializers.DateField(help_text="The last day covered, inclusive.")
-    allocated_instance_hours = serializers.DecimalField(max_digits=20, decimal_places=1)
-    running_instance_hours = serializers.DecimalField(max_digits=20, decimal_places=1)
+class UsageRowSerializer(api.Serializer):
+    organization = serializers.CharField(read_only=True, help_text="Organization slug.")
+    instance_type = serializers.CharField(read_only=True)
+    region = serializers.CharField(read_only=True)
+    granularity = serializers.CharField(read_only=True)
+    period_start = serializers.DateField(
+        read_only=True, help_text="The day, or the first day of the week (Monday) or month."
+    )
+    period_end = serializers.DateField(read_only=True, help_text="The last day covered, inclusive.")
+    allocated_instance_hours = serializers.DecimalField(read_only=True, max_digits=20, decimal_places=1)
+    running_instance_hours = serializers.DecimalField(read_only=True, max_digits=20, decimal_places=1)
     utilization_percent = serializers.DecimalField(
-        max_digits=7, decimal_places=1, allow_null=True, help_text="Running ÷ allocated; null when nothing allocated."
+        read_only=True,
+        max_digits=7,
+        decimal_places=1,
+        allow_null=True,
+        help_text="Running ÷ allocated; null when nothing allocated.",
     )
-    allocated_accelerator_hours = serializers.DecimalField(max_digits=20, decimal_places=1)
-    running_accelerator_hours = serializers.DecimalField(max_digits=20, decimal_places=1)
+    allocated_accelerator_hours = serializers.DecimalField(read_only=True, max_digits=20, decimal_places=1)
+    running_accelerator_hours = serializers.DecimalField(read_only=True, max_digits=20, decimal_places=1)
     busy_accelerator_hours = serializers.DecimalField(
-        max_digits=20, decimal_places=1, allow_null=True, help_text="From scheduler jobs; null until reported."
+        read_only=True,
+        max_digits=20,
+        decimal_places=1,
+        allow_null=True,
+        help_text="From scheduler jobs; null until reported.",
     )
-    allocated_cost_usd = serializers.DecimalField(max_digits=20, decimal_places=2)
-    running_cost_usd = serializers.DecimalField(max_digits=20, decimal_places=2)
-    idle_cost_usd = serializers.DecimalField(max_digits=20, decimal_places=2)
+    allocated_cost_usd = serializers.DecimalField(read_only=True, max_digits=20, decimal_places=2)
+    running_cost_usd = serializers.DecimalField(read_only=True, max_digits=20, decimal_places=2)
+    idle_cost_usd = serializers.DecimalField(read_only=True, max_digits=20, decimal_places=2)
 
 
-class RateCardEntrySerializer(serializers.ModelSerializer):
-    instance_type = serializers.SlugRelatedField(slug_field="api_name", queryset=InstanceType.objects.all())
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+class RateCardEntrySerializer(api.ModelSerializer):
+    instance_type = api.SlugRelatedField(slug_field="api_name", queryset=InstanceType.objects.all())
+    created_by = api.SlugRelatedField(slug_field="username", read_only=True)
 
     class Meta:
         model = RateCardEntry
