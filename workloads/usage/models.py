@@ -61,7 +61,10 @@ class NodeInterval(models.Model):
             ),
             models.UniqueConstraint(fields=["node", "started_at"], name="one_interval_per_node_launch"),
         ]
-        indexes = [models.Index(fields=["organization", "started_at"], name="interval_org_start")]
+        indexes = [
+            models.Index(fields=["organization", "started_at"], name="interval_org_start"),
+            models.Index(fields=["organization", "ended_at"], name="interval_org_end"),  # rollups: recent runs
+        ]
 
     def __str__(self) -> str:
         return f"{self.instance_id} {self.started_at} – {self.ended_at or '…'}"

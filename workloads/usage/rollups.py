@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import date, datetime
+from itertools import chain
 
 from django.db import connection, transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from portal.periods import day_start, today
@@ -139,14 +139,15 @@ def recompute(
                 if part:
                     allocated[(org_id, pool_id, day)] += part
 
-    intervals = (
-        NodeInterval.objects.filter(organization_id__in=organization_ids, started_at__lt=window[1])
-        .filter(Q(ended_at__gt=window[0]) | Q(ended_at__isnull=True, last_seen_at__gt=window[0]))
-        .values_list(
-            "organization_id", "instance_type", "region", "started_at", "ended_at", "last_seen_at", "cluster_id",
-            "cluster__name",
-        )
-    )  # fmt: skip
+    # Closed runs ending after the window starts, then open runs: two index range scans on (organization, ended_at),
+    # so recomputing today reads today's runs, not every run the organization ever had.
+    overlapping = NodeInterval.objects.filter(organization_id__in=organization_ids, started_at__lt=window[1])
+    columns = ("organization_id", "instance_type", "region", "started_at", "ended_at", "last_seen_at", "cluster_id",
+               "cluster__name")  # fmt: skip
+    intervals = chain(
+        overlapping.filter(ended_at__gt=window[0]).values_list(*columns),
+        overlapping.filter(ended_at__isnull=True, last_seen_at__gt=window[0]).values_list(*columns),
+    )
     for org_id, instance_type, region, started_at, ended_at, last_seen_at, cluster_id, cluster_name in intervals:
         end = min(ended_at or last_seen_at, as_of)
         cluster_names[cluster_id] = cluster_name or ""
