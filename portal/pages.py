@@ -56,3 +56,13 @@ def sort_by(queryset: QuerySet, sorts: dict[str, tuple[str, ...]], key: str, def
 def paginate(request, rows, per_page: int, *, param: str = "page") -> Page:
     """One page of `rows`; a missing, malformed or too large page number gives the nearest page, not a 404."""
     return Paginator(rows, per_page).get_page(request.GET.get(param))
+
+
+def id_param(value) -> int | None:
+    """An object id from a query string or form field: ASCII digits that fit a 64-bit key, else None (so "abc",
+    "²" or an id past the database's range is "no such object", never a ValueError or an overflow)."""
+    text = str(value or "")
+    if not (text.isascii() and text.isdigit()) or len(text) > 19:
+        return None
+    number = int(text)
+    return number if number < 2**63 else None

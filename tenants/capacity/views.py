@@ -14,7 +14,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from portal.forms import apply_errors
-from portal.pages import paginate, render_page
+from portal.pages import id_param, paginate, render_page
 from portal.periods import today
 from tenants.access import get_org_access_or_404
 from tenants.capacity.allocations import allocation_rows
@@ -98,7 +98,7 @@ def capacity_request_new(request, org_slug: str):
     require_member(access)
     base = None
     if allocation_id := request.GET.get("allocation") or request.POST.get("allocation"):
-        if not str(allocation_id).isdigit():
+        if (allocation_id := id_param(allocation_id)) is None:
             raise Http404
         base = get_object_or_404(
             Allocation.objects.for_org(org).select_related("pool__instance_type"), pk=allocation_id

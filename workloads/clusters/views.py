@@ -14,7 +14,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from portal.forms import apply_errors
-from portal.pages import paginate, render_page
+from portal.pages import id_param, paginate, render_page
 from tenants.access import OrgAccess, get_org_access_or_404, is_program_staff, require, visible_organizations
 from workloads.clusters.allowance import active_allocations, allowances
 from workloads.clusters.forms import KIND_FOR_WORKLOAD, ClusterForm
@@ -163,7 +163,7 @@ def _initial(request, allocations, workloads, headroom) -> dict:
     allocation's type (at least one, so the form shows the limit if there are none), the workload's kind."""
     initial: dict = {"storage": Cluster.Storage.NONE}
     allocation = None
-    if (allocation_id := request.GET.get("allocation", "")).isdigit():
+    if (allocation_id := id_param(request.GET.get("allocation"))) is not None:
         allocation = allocations.filter(pk=allocation_id).first()
     if allocation is None:
         allocation = allocations.first()
@@ -173,7 +173,7 @@ def _initial(request, allocations, workloads, headroom) -> dict:
         free = sum(h.free for h in headroom if (h.instance_type, h.region) == (instance_type, region))
         initial["instance_count"] = max(free, 1)
         initial["name"] = f"{instance_type.split('.')[0]}-training"
-    if (workload_id := request.GET.get("workload", "")).isdigit() and (
+    if (workload_id := id_param(request.GET.get("workload"))) is not None and (
         workload := workloads.filter(pk=workload_id).first()
     ):
         initial["workload"] = workload.pk

@@ -13,7 +13,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from portal.forms import apply_errors
-from portal.pages import is_fragment, paginate, render_form, render_page, sort_by
+from portal.pages import id_param, is_fragment, paginate, render_form, render_page, sort_by
 from tenants.access import get_org_access_or_404, is_program_staff, require, visible_organizations
 from workloads.support.filters import SupportCaseFilter
 from workloads.support.forms import CaseForm, CaseUpdateForm, CommentForm
@@ -68,7 +68,7 @@ def case_create(request, org_slug: str):
     org = access.organization
     initial = {}
     if workload_id := request.GET.get("workload", ""):
-        initial["workload"] = workload_id if workload_id.isdigit() else None
+        initial["workload"] = id_param(workload_id)
     form = CaseForm(request.POST or None, organization=org, initial=initial)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data

@@ -21,7 +21,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
 from portal.forms import apply_errors
-from portal.pages import render_form, render_page
+from portal.pages import id_param, render_form, render_page
 from portal.periods import iso_week, today
 from tenants.access import (
     get_org_access_or_404,
@@ -246,7 +246,7 @@ def rate_card(request):
     if request.method == "POST":
         require_program_manager(request.user, MANAGERS_ONLY)
         if "remove" in request.POST:
-            entry = get_object_or_404(RateCardEntry, pk=request.POST.get("remove", ""))
+            entry = get_object_or_404(RateCardEntry, pk=id_param(request.POST["remove"]))
             remove_rate(user=request.user, entry=entry)
             messages.success(request, _("Rate removed; the days it covered are re-priced."))
             return redirect("usage:rates")
