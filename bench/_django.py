@@ -40,3 +40,16 @@ def measured():
         yield result
         result["ms"] = (time.perf_counter() - start) * 1000
     result["queries"] = len(ctx.captured_queries)
+
+
+def median_get(client, url: str, repeat: int) -> dict:
+    """`repeat` GETs of a page that must answer 200: the median wall time (ms) and the last run's queries."""
+    import statistics
+
+    runs = []
+    for _ in range(repeat):
+        with measured() as m:
+            response = client.get(url)
+        assert response.status_code == 200, (url, response.status_code)
+        runs.append(m)
+    return {"ms": statistics.median(r["ms"] for r in runs), "queries": runs[-1]["queries"]}

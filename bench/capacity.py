@@ -5,10 +5,9 @@ over three pools and the six-month program. Queries per page must not grow with 
 """
 
 import random
-import statistics
 from datetime import date, timedelta
 
-from bench._django import measured, setup
+from bench._django import median_get, setup
 
 SIZES = (10, 1_000, 10_000)
 ORGS = 2_000
@@ -90,13 +89,8 @@ def main() -> None:
         build(size, rng, orgs, pools, manager)
         for name, client, url in targets:
             client.get(url)  # warm caches (templates, catalog)
-            runs = []
-            for _ in range(REPEAT):
-                with measured() as m:
-                    response = client.get(url)
-                assert response.status_code == 200, (url, response.status_code)
-                runs.append(m)
-            results[name].append((statistics.median(r["ms"] for r in runs), runs[0]["queries"]))
+            run = median_get(client, url, REPEAT)
+            results[name].append((run["ms"], run["queries"]))
     for name, figures in results.items():
         print(f"{name:28} " + " ".join(f"{ms:>9.1f} ms {q:>3} queries" for ms, q in figures))
     grew = [name for name, figures in results.items() if len({q for _, q in figures}) > 1]

@@ -13,12 +13,11 @@ BENCH_USAGE_NODES scales the fleet down for a quick run (default 150).
 
 import os
 import random
-import statistics
 import time
 from datetime import datetime, timedelta
 from datetime import time as clock
 
-from bench._django import measured, setup
+from bench._django import measured, median_get, setup
 
 ORGS = 12
 NODES = int(os.environ.get("BENCH_USAGE_NODES", "150"))
@@ -89,18 +88,7 @@ def page(client, url: str) -> dict:
     cache.clear()
     with measured() as cold:
         assert client.get(url).status_code == 200
-    runs = []
-    for _ in range(REPEAT):
-        with measured() as m:
-            response = client.get(url)
-        assert response.status_code == 200, (url, response.status_code)
-        runs.append(m)
-    return {
-        "cold_ms": cold["ms"],
-        "cold_queries": cold["queries"],
-        "ms": statistics.median(r["ms"] for r in runs),
-        "queries": runs[-1]["queries"],
-    }
+    return {"cold_ms": cold["ms"], "cold_queries": cold["queries"], **median_get(client, url, REPEAT)}
 
 
 def main() -> None:

@@ -3,11 +3,9 @@
 
 from __future__ import annotations
 
-from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from tenants.api import TenantScopedViewSet, organization_for_write
@@ -80,9 +78,6 @@ class SupportCaseViewSet(
 
     def update(self, request, *args, **kwargs):
         case = self.get_object()
-        fixed = sorted(set(request.data) - set(CaseChangeSerializer().fields))
-        if fixed:
-            raise ValidationError({name: [_("This field cannot be changed.")] for name in fixed})
         serializer = CaseChangeSerializer(data=request.data, context=self.get_serializer_context())
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data

@@ -34,8 +34,27 @@ from workloads.usage.rates import load_rates
 ACCELERATORS = F("pool__instance_type__accelerators_per_instance")
 
 
+class InstanceTime:
+    """What allocated and running instance-time (instance-microseconds) read as: hours and utilization."""
+
+    allocated: int
+    running: int
+
+    @property
+    def allocated_hours(self) -> Decimal:
+        return hours(self.allocated)
+
+    @property
+    def running_hours(self) -> Decimal:
+        return hours(self.running)
+
+    @property
+    def utilization(self) -> Decimal | None:
+        return utilization(self.running, self.allocated)
+
+
 @dataclass
-class Figures:
+class Figures(InstanceTime):
     """Allocated and running instance-time of some rows, with accelerator-time and cost."""
 
     allocated: int = 0  # instance-microseconds
@@ -57,14 +76,6 @@ class Figures:
             self.busy_accelerators = (self.busy_accelerators or 0) + other.busy_accelerators
 
     @property
-    def allocated_hours(self) -> Decimal:
-        return hours(self.allocated)
-
-    @property
-    def running_hours(self) -> Decimal:
-        return hours(self.running)
-
-    @property
     def allocated_accelerator_hours(self) -> Decimal:
         return hours(self.allocated_accelerators)
 
@@ -75,10 +86,6 @@ class Figures:
     @property
     def busy_accelerator_hours(self) -> Decimal | None:
         return None if self.busy_accelerators is None else hours(self.busy_accelerators)
-
-    @property
-    def utilization(self) -> Decimal | None:
-        return utilization(self.running, self.allocated)
 
     @property
     def idle_cost(self) -> int:
@@ -328,7 +335,7 @@ def cluster_breakdown(organization: Organization, period: Period) -> list[dict]:
 
 
 @dataclass
-class AllocationUse:
+class AllocationUse(InstanceTime):
     """One allocation's figures to date. Running time is the organization's running time in the pool, shared
     among its allocations there in proportion to what each allocated that day."""
 
@@ -338,18 +345,6 @@ class AllocationUse:
     remaining: int  # instance-microseconds from now to the allocation's end
     recent_running: int  # over the last 7 days, for the projection
     recent_days: Decimal
-
-    @property
-    def utilization(self) -> Decimal | None:
-        return utilization(self.running, self.allocated)
-
-    @property
-    def allocated_hours(self) -> Decimal:
-        return hours(self.allocated)
-
-    @property
-    def running_hours(self) -> Decimal:
-        return hours(self.running)
 
     @property
     def remaining_hours(self) -> Decimal:

@@ -58,6 +58,14 @@ def _period(request, program: Program | None) -> tuple[Period, PeriodError | Non
         return parse_period({}, program=program, today=today()), error
 
 
+def _export_period(request, program: Program | None) -> Period | HttpResponse:
+    """An export's period, or a plain-text 400 saying what is wrong (a download has no page to show it on)."""
+    try:
+        return parse_period(request.GET, program=program, today=today())
+    except PeriodError as error:
+        return HttpResponse(f"{error.field}: {error.message}", status=400, content_type="text/plain; charset=utf-8")
+
+
 def period_choices(program: Program | None) -> list[tuple[str, str]]:
     """The weeks and months of the program so far (newest first), then the program to date and a range."""
     if program is None:
@@ -154,10 +162,9 @@ def program_usage_export(request):
     """The program table as CSV: the same rows and figures as the page, to the cent."""
     require_program_staff(request.user, STAFF_ONLY)
     program = Program.objects.first()
-    try:
-        period = parse_period(request.GET, program=program, today=today())
-    except PeriodError as error:
-        return HttpResponse(f"{error.field}: {error.message}", status=400, content_type="text/plain; charset=utf-8")
+    period = _export_period(request, program)
+    if isinstance(period, HttpResponse):
+        return period
     report = program_report(period=period, organizations=visible_organizations(request.user), program=program)
     return exports.program_csv(report)
 
@@ -229,10 +236,9 @@ def org_usage_export(request, org_slug: str):
     """The organization's daily usage per pool as CSV."""
     access = get_org_access_or_404(request.user, org_slug)
     program = Program.objects.first()
-    try:
-        period = parse_period(request.GET, program=program, today=today())
-    except PeriodError as error:
-        return HttpResponse(f"{error.field}: {error.message}", status=400, content_type="text/plain; charset=utf-8")
+    period = _export_period(request, program)
+    if isinstance(period, HttpResponse):
+        return period
     return exports.org_daily_csv(access.organization, period, program)
 
 
