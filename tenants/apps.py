@@ -7,4 +7,5 @@ class TenantsConfig(AppConfig):
     verbose_name = _("Tenants and capacity")
 
     def ready(self) -> None:
+        from tenants.capacity import ledger  # noqa: F401 (keeps the pool ledger: signal receivers)
         from tenants.logins import lockout  # noqa: F401 (logs each lockout: a signal receiver)

@@ -371,7 +371,14 @@ class CapacityRequest(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(ends_on__gte=F("starts_on")), name="request_ends_after_start"),
         ]
-        indexes = [models.Index(fields=["status", "submitted_at"])]
+        indexes = [  # one per list ordering (tests/tenants/test_indexes.py): pages never sort the whole table
+            models.Index(fields=["status", "submitted_at", "id"], name="request_queue"),
+            models.Index(fields=["created_at", "id"], name="request_created"),
+            models.Index(fields=["organization", "created_at", "id"], name="request_org_created"),
+            models.Index(fields=["submitted_at", "id"], name="request_submitted"),
+            models.Index(fields=["starts_on", "id"], name="request_starts"),
+            models.Index(fields=["instance_count", "id"], name="request_size"),
+        ]
 
     def __str__(self) -> str:
         return f"#{self.pk} {self.organization}: {self.instance_count} × {self.pool}"
@@ -448,7 +455,14 @@ class Allocation(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(ends_on__gte=F("starts_on")), name="allocation_ends_after_start"),
         ]
-        indexes = [models.Index(fields=["pool", "starts_on", "ends_on"])]
+        indexes = [  # the pool's window for the chart, then one per list ordering (tests/tenants/test_indexes.py)
+            models.Index(fields=["pool", "starts_on", "ends_on"]),
+            models.Index(fields=["starts_on", "id"], name="allocation_starts"),
+            models.Index(fields=["organization", "starts_on", "id"], name="allocation_org_starts"),
+            models.Index(fields=["ends_on", "id"], name="allocation_ends"),
+            models.Index(fields=["instance_count", "id"], name="allocation_size"),
+            models.Index(fields=["created_at", "id"], name="allocation_created"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.organization}: {self.instance_count} × {self.pool} ({self.starts_on} – {self.ends_on})"
@@ -564,4 +578,5 @@ class AuditEvent(models.Model):
 
 
 # Models of sub-packages, registered in this app (they do not import this module).
+from tenants.capacity.models import PoolDay  # noqa: E402, F401
 from tenants.tokens.models import ApiToken  # noqa: E402, F401

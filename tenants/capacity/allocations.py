@@ -14,7 +14,7 @@ from tenants.access import require_program_manager
 from tenants.audit import record_audit
 from tenants.capacity.notifications import notify_revocation
 from tenants.capacity.usage import usage
-from tenants.models import Allocation
+from tenants.models import Allocation, CapacityPool
 from tenants.signals import allocation_revoked
 
 
@@ -23,6 +23,8 @@ def revoke_allocation(*, user, allocation: Allocation, reason: str) -> Allocatio
     require_program_manager(user, _("Only a program manager can decide on capacity."))
     if not reason.strip():
         raise ValidationError({"reason": _("Give the reason for revoking; the tenant will read it.")})
+    # Lock order everywhere: pool, then allocation. The pool lock serializes the pool's ledger writers.
+    CapacityPool.objects.select_for_update().only("pk").get(pk=allocation.pool_id)
     allocation = Allocation.objects.select_for_update().select_related("organization", "pool").get(pk=allocation.pk)
     if allocation.status in (Allocation.Status.REVOKED, Allocation.Status.EXPIRED):
         raise ValidationError(

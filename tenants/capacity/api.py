@@ -16,7 +16,8 @@ from tenants.api import TenantScopedViewSet, organization_for_create
 from tenants.capacity.allocations import revoke_allocation
 from tenants.capacity.decisions import approve_request, reject_request
 from tenants.capacity.filters import AllocationFilter, CapacityRequestFilter
-from tenants.capacity.pools import estimate_for, pool_headroom, pool_spans
+from tenants.capacity.ledger import allocated_by_day
+from tenants.capacity.pools import estimate_for, pool_headroom
 from tenants.capacity.requests import PLAN_FIELDS, Plan, create_request, edit_draft, submit_request, withdraw_request
 from tenants.capacity.serializers import (
     AllocationSerializer,
@@ -59,11 +60,11 @@ class CapacityPoolViewSet(viewsets.ReadOnlyModelViewSet):
             pools = args[0] if isinstance(args[0], list | tuple) else [args[0]]
             start, end = window.validated_data["start"], window.validated_data["end"]
             # One query for the allocations of every pool on the page, then a sweep per pool.
-            spans = pool_spans([p.pk for p in pools], starts_on=start, ends_on=end)
+            by_day = allocated_by_day([p.pk for p in pools], first=start, last=end)
             kwargs["context"] = {
                 **self.get_serializer_context(),
                 "window": (start, end),
-                "headroom": {p.pk: pool_headroom(p, spans[p.pk], starts_on=start, ends_on=end) for p in pools},
+                "headroom": {p.pk: pool_headroom(p, by_day[p.pk], starts_on=start, ends_on=end) for p in pools},
             }
         return super().get_serializer(*args, **kwargs)
 

@@ -16,35 +16,50 @@ FRAME = Frame()
 MAX_SERIES = 9  # the largest orgs get a colour each; the rest share "other organizations"
 
 
-def _series(steps, names: dict[int, str]) -> list[dict]:
-    """The organizations by instance-days held over the window, largest first; the tail shares one colour."""
-    by_org: dict = defaultdict(int)
-    for step in steps:
-        for org_id, count in step.by_key.items():
-            by_org[org_id] += count * ((step.ends_on - step.starts_on).days + 1)
-    ranked = [org_id for org_id, _n in sorted(by_org.items(), key=lambda kv: (-kv[1], names.get(kv[0], "")))]
-    series = [
-        {"key": org_id, "name": names.get(org_id, "?"), "color": PALETTE[i]}
-        for i, org_id in enumerate(ranked[:MAX_SERIES])
-    ]
-    if len(ranked) > MAX_SERIES:
-        series.append(
-            {
-                "key": "other",
-                "name": _("%(n)s other organizations") % {"n": len(ranked) - MAX_SERIES},
-                "color": PALETTE[-1],
-            }
-        )
+def _series(ranked: list[int], names: dict[int, str], others: int) -> list[dict]:
+    """The largest organizations get a colour each, in order; the others share one."""
+    series = [{"key": org_id, "name": names.get(org_id, "?"), "color": PALETTE[i]} for i, org_id in enumerate(ranked)]
+    if others:
+        series.append({"key": "other", "name": _("%(n)s other organizations") % {"n": others}, "color": PALETTE[-1]})
     return series
 
 
+def other_spans(top: list[Span], total_by_day: dict[date, int], *, starts_on: date, ends_on: date) -> list[Span]:
+    """What the rest of the organizations hold, from the ledger's day totals less the largest organizations'
+    allocations, as runs of days with the same count: O(days), whatever the number of allocations."""
+    held: dict[date, int] = defaultdict(int)
+    for span in top:
+        for n in range((span.ends_on - span.starts_on).days + 1):
+            held[span.starts_on + timedelta(days=n)] += span.count
+    runs: list[Span] = []
+    day = starts_on
+    while day <= ends_on:
+        count = total_by_day.get(day, 0) - held.get(day, 0)
+        if count > 0 and runs and runs[-1].count == count and runs[-1].ends_on == day - timedelta(days=1):
+            runs[-1] = Span(runs[-1].starts_on, day, count, "other")
+        elif count > 0:
+            runs.append(Span(day, day, count, "other"))
+        day += timedelta(days=1)
+    return runs
+
+
 def pool_chart(
-    pool: CapacityPool, spans: list[Span], names: dict[int, str], *, today: date, running: dict | None = None
+    pool: CapacityPool,
+    top: list[Span],
+    total_by_day: dict[date, int],
+    names: dict[int, str],
+    *,
+    ranked: list[int],
+    others: int,
+    today: date,
+    running: dict | None = None,
 ) -> dict:
-    """Geometry of the pool timeline: stacked allocations by org over the pool window, as SVG shapes, and the
-    instances that actually ran each day (the average over the day) as a line."""
-    steps = usage_steps(spans, starts_on=pool.starts_on, ends_on=pool.ends_on)
-    series = _series(steps, names)
+    """Geometry of the pool timeline: allocations stacked by organization over the pool window — the `ranked`
+    largest from their allocations (`top`), the `others` together from the ledger's day totals — as SVG shapes,
+    and the instances that actually ran each day (the average over the day) as a line."""
+    rest = other_spans(top, total_by_day, starts_on=pool.starts_on, ends_on=pool.ends_on)
+    steps = usage_steps([*top, *rest], starts_on=pool.starts_on, ends_on=pool.ends_on)
+    series = _series(ranked, names, others)
     colors = {s["key"]: s["color"] for s in series}
     days = DayScale(FRAME, pool.starts_on, pool.ends_on)
     values = ValueScale(FRAME, pool.total_instances)

@@ -18,7 +18,7 @@ from portal.periods import today
 from tenants.access import require_program_manager
 from tenants.audit import record_audit
 from tenants.capacity.notifications import notify_decision
-from tenants.capacity.pools import pool_headroom, pool_spans
+from tenants.capacity.pools import headroom
 from tenants.capacity.requests import locked_request, set_request_status
 from tenants.models import Allocation, CapacityPool, CapacityRequest
 from tenants.signals import allocation_granted
@@ -40,8 +40,7 @@ def _require_submitted(capacity_request: CapacityRequest) -> None:
 
 def _check_fits(*, pool: CapacityPool, instance_count: int, starts_on: date, ends_on: date) -> None:
     """The invariant. Call with the pool row locked (select_for_update) in the same transaction."""
-    spans = pool_spans([pool.pk], starts_on=starts_on, ends_on=ends_on)[pool.pk]
-    room = pool_headroom(pool, spans, starts_on=starts_on, ends_on=ends_on)
+    room = headroom(pool, starts_on=starts_on, ends_on=ends_on)
     if instance_count > room.free:
         raise ValidationError(
             {

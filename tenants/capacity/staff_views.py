@@ -9,6 +9,8 @@ from datetime import timedelta
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.db.models import Count, F, Window
+from django.db.models.functions import RowNumber
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
@@ -17,36 +19,44 @@ from portal.pages import is_fragment, paginate, render_page, varies_on_htmx
 from portal.periods import today
 from tenants.access import is_program_manager, require_program_manager, require_program_staff, visible_organizations
 from tenants.capacity.allocations import allocation_rows, revoke_allocation
-from tenants.capacity.charts import pool_chart
+from tenants.capacity.charts import MAX_SERIES, pool_chart
 from tenants.capacity.decisions import approve_request, reject_request
 from tenants.capacity.forms import DecisionForm, RevokeForm
-from tenants.capacity.pools import catalog_prices, pool_headroom, pool_spans, request_estimate
+from tenants.capacity.ledger import allocated_by_day
+from tenants.capacity.pools import catalog_prices, largest_holders, pool_headroom, pool_spans, request_estimate
 from tenants.capacity.usage import usage
 from tenants.models import Allocation, CapacityPool, CapacityRequest
 
 PAGE_SIZE = 25
+ORG_ALLOCATIONS_SHOWN = 5  # per review card; the rest are counted
 
 
 def _review_rows(user, capacity_requests: list[CapacityRequest]) -> list[dict]:
     """Everything the queue shows beside each request, in a fixed number of queries for the page:
-    one for the pools' allocations over the page's windows, one for the orgs' allocations, one for prices."""
+    one for the pools' ledger days over the page's windows, one for the orgs' allocations, one for prices."""
     if not capacity_requests:
         return []
     pool_ids = sorted({r.pool_id for r in capacity_requests})
-    spans = pool_spans(
+    by_day = allocated_by_day(
         pool_ids,
-        starts_on=min(r.starts_on for r in capacity_requests),
-        ends_on=max(r.ends_on for r in capacity_requests),
+        first=min(r.starts_on for r in capacity_requests),
+        last=max(r.ends_on for r in capacity_requests),
     )
-    current: dict[int, list[Allocation]] = defaultdict(list)
-    for allocation in (
+    # Each card lists the org's first few current allocations and counts the rest: per-page data only, however
+    # many allocations an organization holds (a window function picks the few, one count query the rest).
+    holding = (
         Allocation.objects.visible_to(user)
         .filter(organization_id__in={r.organization_id for r in capacity_requests})
         .holding_capacity()
         .filter(ends_on__gte=today())
-        .select_related("pool__instance_type")
-    ):
+    )
+    current: dict[int, list[Allocation]] = defaultdict(list)
+    ranked = holding.annotate(
+        rank=Window(RowNumber(), partition_by=F("organization_id"), order_by=(F("starts_on").asc(), F("id").asc()))
+    )
+    for allocation in ranked.filter(rank__lte=ORG_ALLOCATIONS_SHOWN).select_related("pool__instance_type"):
         current[allocation.organization_id].append(allocation)
+    held = dict(holding.values_list("organization_id").annotate(n=Count("id")).values_list("organization_id", "n"))
     prices = catalog_prices()
     # How the org used what it already has: running ÷ allocated over the last two weeks (usage accounting).
     recent = usage().org_utilization(
@@ -56,7 +66,7 @@ def _review_rows(user, capacity_requests: list[CapacityRequest]) -> list[dict]:
     for capacity_request in capacity_requests:
         pool = capacity_request.pool
         room = pool_headroom(
-            pool, spans[pool.pk], starts_on=capacity_request.starts_on, ends_on=capacity_request.ends_on
+            pool, by_day[pool.pk], starts_on=capacity_request.starts_on, ends_on=capacity_request.ends_on
         )
         estimate = request_estimate(capacity_request, prices=prices)
         rows.append(
@@ -65,6 +75,8 @@ def _review_rows(user, capacity_requests: list[CapacityRequest]) -> list[dict]:
                 "room": room,
                 "fits": capacity_request.instance_count <= room.free,
                 "org_allocations": current[capacity_request.organization_id],
+                "org_allocations_more": held.get(capacity_request.organization_id, 0)
+                - len(current[capacity_request.organization_id]),
                 "recent_utilization": recent.get(capacity_request.organization_id),
                 "estimate": estimate,
                 "form": DecisionForm(
@@ -162,15 +174,17 @@ decide.tenant_model = CapacityRequest
 def pool_timeline(request, pk: int):
     require_program_staff(request.user)
     pool = get_object_or_404(CapacityPool.objects.select_related("instance_type", "program"), pk=pk)
-    spans = pool_spans([pool.pk], starts_on=pool.starts_on, ends_on=pool.ends_on)[pool.pk]
-    names = dict(visible_organizations(request.user).filter(pk__in={s.key for s in spans}).values_list("pk", "name"))
+    ranked, others = largest_holders(pool, limit=MAX_SERIES)
+    top = pool_spans([pool.pk], starts_on=pool.starts_on, ends_on=pool.ends_on, organizations=ranked)[pool.pk]
+    total_by_day = allocated_by_day([pool.pk], first=pool.starts_on, last=pool.ends_on)[pool.pk]
+    names = dict(visible_organizations(request.user).filter(pk__in=ranked).values_list("pk", "name"))
     pools = (
         CapacityPool.objects.filter(program=pool.program)
         .select_related("instance_type")
         .order_by("instance_type__api_name", "region")
     )
     running = usage().pool_running(pool, first=pool.starts_on, last=min(pool.ends_on, today()))
-    chart = pool_chart(pool, spans, names, today=today(), running=running)
+    chart = pool_chart(pool, top, total_by_day, names, ranked=ranked, others=others, today=today(), running=running)
     return render(request, "tenants/pool_timeline.html", {"pool": pool, "pools": pools, "chart": chart})
 
 

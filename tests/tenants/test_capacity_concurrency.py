@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import connection, connections
 from django.db.models import Sum
 
+from tenants.capacity import ledger
 from tenants.capacity.decisions import approve_request
 from tenants.capacity.sweep import Span, peak_usage
 from tenants.models import Allocation, CapacityRequest
@@ -75,6 +76,7 @@ def test_racing_approvals_never_overcommit_the_pool(manager):
     assert peak_usage(spans, starts_on=pool.starts_on, ends_on=pool.ends_on).used <= pool.allocatable_instances
     assert allocations.aggregate(n=Sum("instance_count"))["n"] == 8 * len(won)
     assert CapacityRequest.objects.filter(status=CapacityRequest.Status.SUBMITTED).count() == len(lost)
+    assert ledger.differences() == {}  # every winner's days reached the ledger in its own transaction
 
 
 @time_machine.travel(date(2026, 12, 1), tick=False)

@@ -220,6 +220,19 @@ def test_review_queue_shows_free_capacity_and_bottleneck(manager_client, pool):
     assert "Plan fits" in response.text
 
 
+def test_a_review_card_lists_five_of_the_orgs_allocations_and_counts_the_rest(manager_client, pool, org):
+    held = [
+        AllocationFactory(pool=pool, organization=org, instance_count=1, starts_on=date(2027, 1, 1 + day),
+                          ends_on=date(2027, 2, 1))
+        for day in range(7)
+    ]  # fmt: skip
+    CapacityRequestFactory(pool=pool, organization=org)
+    page = manager_client.get(reverse("review-queue")).text
+    assert all(f"#{a.pk} 1 ×" in page for a in held[:5])  # the first five by start day
+    assert all(f"#{a.pk} 1 ×" not in page for a in held[5:])
+    assert "and 2 more" in page and f"?org={org.slug}" in page
+
+
 def test_review_queue_empty_state(manager_client):
     assert "Nothing to review" in manager_client.get(reverse("review-queue")).text
 
@@ -297,6 +310,25 @@ def test_pool_timeline_is_staff_only_and_draws_the_stack(manager_client, member_
     assert "<svg" in response.text and a.organization.name in response.text
     assert "Peak allocated: 120 instances; free at the peak: 5." in response.text
     assert "2027-01-01 – 2027-01-31: 100" in response.text  # the first step, as a tooltip
+
+
+def test_pool_timeline_stacks_the_largest_orgs_and_the_rest_from_the_ledger(manager_client, pool):
+    from tenants.capacity.charts import MAX_SERIES
+
+    big = [
+        AllocationFactory(pool=pool, instance_count=10 + n, starts_on=date(2027, 1, 1), ends_on=date(2027, 1, 31))
+        for n in range(MAX_SERIES)
+    ]
+    small = [
+        AllocationFactory(pool=pool, instance_count=1, starts_on=date(2027, 1, 1 + n), ends_on=date(2027, 1, 10))
+        for n in range(3)
+    ]
+    page = manager_client.get(reverse("pool-timeline", args=[pool.pk])).text
+    assert all(a.organization.name in page for a in big)
+    assert all(a.organization.name not in page for a in small) and "3 other organizations" in page
+    # The others' stack from the ledger, runs of equal days merged: 1 on Jan 1, 2 on Jan 2, then 3 to the 10th.
+    for run in ("2027-01-01 – 2027-01-01: 1", "2027-01-02 – 2027-01-02: 2", "2027-01-03 – 2027-01-10: 3"):
+        assert run in page, run
 
 
 def test_allocations_page_filters_and_revokes(manager_client, pool, org):
