@@ -1,36 +1,46 @@
-"""Capacity pages and API at 10 / 1,000 / 10,000 rows: wall time and SQL queries per request.
+"""Capacity pages and API at 1,000 / 10,000 / 50,000 rows: wall time and SQL queries per request, the ratio of
+each target's time at 50,000 to its time at 1,000 (goal: within 1.5×, queries constant), and approving one
+request (pool lock, invariant check on the ledger, allocation, ledger update) at each size.
 
-2,000 organizations; at each size, that many submitted requests and that many allocations spread
-over three pools and the six-month program. Queries per page must not grow with the rows.
+2,000 organizations; at each size, that many submitted requests (submitted over the program's first months)
+and that many allocations spread over three pools and the six-month program; the pool ledger is rebuilt after
+each bulk load (bulk inserts skip the model signals that keep it). BENCH_DATABASE_URL runs it on PostgreSQL,
+with ANALYZE after each load.
 """
 
 import random
-from datetime import date, timedelta
+import statistics
+import time
+from datetime import UTC, date, datetime, timedelta
 
 from bench._django import median_get, setup
 
-SIZES = (10, 1_000, 10_000)
+SIZES = (1_000, 10_000, 50_000)
 ORGS = 2_000
 REPEAT = 3
 
 
 def build(size: int, rng: random.Random, orgs, pools, user) -> None:
+    """Grow the tables to `size` requests and allocations (sizes grow, so each load adds the difference)."""
+    from django.db import connection
+
+    from tenants.capacity import ledger
     from tenants.models import Allocation, CapacityRequest
 
-    Allocation.objects.all().delete()
-    CapacityRequest.objects.all().delete()
     start = pools[0].starts_on
+    have = Allocation.objects.count()
     requests, allocations = [], []
-    for i in range(size):
+    for i in range(have, size):
         pool = pools[i % len(pools)]
         first = start + timedelta(days=rng.randrange(150))
         last = first + timedelta(days=rng.randrange(7, 30))
         org = orgs[rng.randrange(len(orgs))]
+        submitted = datetime(2029, 10, 1, tzinfo=UTC) + timedelta(minutes=rng.randrange(180 * 24 * 60))
         requests.append(
             CapacityRequest(
                 organization=org, pool=pool, instance_count=rng.randrange(1, 9), starts_on=first, ends_on=last,
                 justification="bench", parameter_count=(7 * 10**9 if i % 2 else None),
-                status=CapacityRequest.Status.SUBMITTED, created_by=user,
+                status=CapacityRequest.Status.SUBMITTED, created_by=user, submitted_at=submitted,
             )
         )  # fmt: skip
         allocations.append(
@@ -38,6 +48,31 @@ def build(size: int, rng: random.Random, orgs, pools, user) -> None:
         )
     CapacityRequest.objects.bulk_create(requests, batch_size=2_000)
     Allocation.objects.bulk_create(allocations, batch_size=2_000)
+    ledger.rebuild()
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
+
+
+def time_approval(pool, org, manager) -> float:
+    """Milliseconds to approve one small submitted request in the pool (median of REPEAT), rolled back."""
+    from django.db import transaction
+
+    from tenants.capacity.decisions import approve_request
+    from tenants.models import CapacityRequest
+
+    runs = []
+    for _ in range(REPEAT):
+        with transaction.atomic():
+            request = CapacityRequest.objects.create(
+                organization=org, pool=pool, instance_count=1, starts_on=date(2030, 3, 1), ends_on=date(2030, 3, 31),
+                justification="bench approval", status=CapacityRequest.Status.SUBMITTED, created_by=manager,
+            )  # fmt: skip
+            started = time.perf_counter()
+            approve_request(user=manager, capacity_request=request)
+            runs.append((time.perf_counter() - started) * 1000)
+            transaction.set_rollback(True)
+    return statistics.median(runs)
 
 
 def main() -> None:
@@ -85,13 +120,20 @@ def main() -> None:
     print(f"{ORGS:,} organizations; per size: that many submitted requests and allocations over 3 pools")
     print(f"{'endpoint':28} " + " ".join(f"{f'{n:,} rows':>22}" for n in SIZES))
     results = {name: [] for name, _, _ in targets}
+    results["approve a request"] = []
     for size in SIZES:
         build(size, rng, orgs, pools, manager)
         for name, client, url in targets:
             client.get(url)  # warm caches (templates, catalog)
             run = median_get(client, url, REPEAT)
             results[name].append((run["ms"], run["queries"]))
+        results["approve a request"].append((time_approval(pools[0], orgs[0], manager), 0))
     for name, figures in results.items():
-        print(f"{name:28} " + " ".join(f"{ms:>9.1f} ms {q:>3} queries" for ms, q in figures))
+        ratio = figures[-1][0] / figures[0][0]
+        print(
+            f"{name:28} " + " ".join(f"{ms:>9.1f} ms {q:>3} queries" for ms, q in figures)
+            + f"   {SIZES[-1]:,}/{SIZES[0]:,}: {ratio:.2f}×"
+        )  # fmt: skip
     grew = [name for name, figures in results.items() if len({q for _, q in figures}) > 1]
+    print(f"goal: every target within 1.5× at {SIZES[-1]:,} of its time at {SIZES[0]:,}, queries constant")
     print("queries per request constant across sizes:", "yes" if not grew else f"NO: {', '.join(grew)}")
