@@ -110,3 +110,20 @@ def test_headroom_reads_days_not_allocations(pools, django_assert_max_num_querie
     with django_assert_max_num_queries(1):
         room = headroom(pools[0], starts_on=START, ends_on=START + timedelta(days=179))
     assert room.peak.used == 11 and room.peak.on == START + timedelta(days=30)
+
+
+def test_the_largest_holders_are_ranked_by_instance_days_in_the_database(pools):
+    from tenants.capacity.pools import largest_holders
+
+    long_small = AllocationFactory(pool=pools[0], instance_count=2, starts_on=START, ends_on=START + timedelta(days=99))
+    short_big = AllocationFactory(pool=pools[0], instance_count=50, starts_on=START, ends_on=START + timedelta(days=2))
+    both_days = AllocationFactory(pool=pools[0], instance_count=1, starts_on=START, ends_on=START)
+    AllocationFactory(pool=pools[0], organization=both_days.organization, instance_count=1, starts_on=START,
+                      ends_on=START + timedelta(days=1))  # fmt: skip
+    revoked = AllocationFactory(pool=pools[0], instance_count=99, starts_on=START, ends_on=START + timedelta(days=99))
+    revoked.status = revoked.Status.REVOKED
+    revoked.save()
+    AllocationFactory(pool=pools[1], instance_count=99)  # another pool
+    # Instance-days: 2 × 100 = 200, 50 × 3 = 150, 1 × 1 + 1 × 2 = 3 (days inclusive); revoked ones hold none.
+    assert largest_holders(pools[0], limit=2) == ([long_small.organization_id, short_big.organization_id], 1)
+    assert largest_holders(pools[0], limit=9)[1] == 0
