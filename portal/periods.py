@@ -3,6 +3,7 @@ midnight there, and its weeks are ISO weeks, Monday 00:00 to the next Monday 00:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import date, datetime, time, timedelta
 
 from django.utils import timezone
@@ -45,3 +46,11 @@ def day_start(day: date) -> datetime:
 def week_bounds(week_start: date) -> tuple[datetime, datetime]:
     starts_at = day_start(week_start)
     return starts_at, day_start(week_start + timedelta(days=7))
+
+
+def days_between(first: date, last: date) -> Iterator[date]:
+    """Every day from `first` to `last`, both included."""
+    day = first
+    while day <= last:
+        yield day
+        day += timedelta(days=1)

@@ -10,6 +10,7 @@ from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
 
 from portal.charts import PALETTE, DayScale, Frame, ValueScale
+from portal.periods import days_between
 from tenants.capacity.sweep import Span, usage_steps
 from tenants.models import CapacityPool
 
@@ -30,17 +31,15 @@ def other_spans(top: list[Span], total_by_day: dict[date, int], *, starts_on: da
     allocations, as runs of days with the same count: O(days), whatever the number of allocations."""
     held: dict[date, int] = defaultdict(int)
     for span in top:
-        for n in range((span.ends_on - span.starts_on).days + 1):
-            held[span.starts_on + timedelta(days=n)] += span.count
+        for day in days_between(span.starts_on, span.ends_on):
+            held[day] += span.count
     runs: list[Span] = []
-    day = starts_on
-    while day <= ends_on:
+    for day in days_between(starts_on, ends_on):
         count = total_by_day.get(day, 0) - held.get(day, 0)
         if count > 0 and runs and runs[-1].count == count and runs[-1].ends_on == day - timedelta(days=1):
             runs[-1] = Span(runs[-1].starts_on, day, count, "other")
         elif count > 0:
             runs.append(Span(day, day, count, "other"))
-        day += timedelta(days=1)
     return runs
 
 

@@ -18,6 +18,7 @@ from django.db.models import F
 from django.db.models.signals import post_delete, post_save, pre_save
 from django.dispatch import receiver
 
+from portal.periods import days_between
 from tenants.capacity.models import PoolDay
 from tenants.capacity.sweep import Peak
 from tenants.models import Allocation
@@ -32,15 +33,13 @@ def held(allocation: Allocation) -> Held | None:
     return allocation.pool_id, allocation.starts_on, allocation.ends_on, allocation.instance_count
 
 
-def days(first: date, last: date) -> list[date]:
-    return [first + timedelta(days=n) for n in range((last - first).days + 1)]
-
-
 def move(pool_id: int, first: date, last: date, delta: int) -> None:
     """Add `delta` instances to the pool on every day from `first` to `last`: two statements whatever the size."""
     if not delta or last < first:
         return
-    PoolDay.objects.bulk_create([PoolDay(pool_id=pool_id, day=day) for day in days(first, last)], ignore_conflicts=True)
+    PoolDay.objects.bulk_create(
+        [PoolDay(pool_id=pool_id, day=day) for day in days_between(first, last)], ignore_conflicts=True
+    )
     PoolDay.objects.filter(pool_id=pool_id, day__gte=first, day__lte=last).update(allocated=F("allocated") + delta)
 
 
@@ -109,7 +108,7 @@ def expected() -> dict[tuple[int, date], int]:
         for day, next_change in zip(marks, marks[1:], strict=False):
             running += changes[day]
             if running:
-                totals.update({(pool_id, d): running for d in days(day, next_change - ONE_DAY)})
+                totals.update({(pool_id, d): running for d in days_between(day, next_change - ONE_DAY)})
     return totals
 
 

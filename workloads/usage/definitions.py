@@ -19,13 +19,12 @@ Time is counted in integer microseconds and money in integer micro-USD, so sums 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import date, datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal
 
 from django.utils import timezone
 
-from portal.periods import day_start
+from portal.periods import day_start, days_between
 
 MICROSECONDS_PER_HOUR = 3_600_000_000
 ONE_DAY = timedelta(days=1)
@@ -43,13 +42,6 @@ def hours(instance_microseconds: int) -> Decimal:
 def overlap(start: datetime, end: datetime, window_start: datetime, window_end: datetime) -> int:
     """Microseconds that [start, end) and [window_start, window_end) share."""
     return max(0, microseconds(min(end, window_end) - max(start, window_start)))
-
-
-def days_between(first: date, last: date) -> Iterator[date]:
-    day = first
-    while day <= last:
-        yield day
-        day += ONE_DAY
 
 
 def split_by_day(start: datetime, end: datetime) -> dict[date, int]:
