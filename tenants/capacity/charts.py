@@ -64,25 +64,36 @@ def pool_chart(
     days = DayScale(FRAME, pool.starts_on, pool.ends_on)
     values = ValueScale(FRAME, pool.total_instances)
 
+    def rect(key, first: date, last: date, base: int, count: int) -> dict:
+        x0, x1 = days.x(first), days.x(last + timedelta(days=1))
+        top, bottom = values.y(base + count), values.y(base)
+        # Attributes formatted here, once (numbers and our own palette's colours: nothing to escape); the template
+        # writes one value per shape, unlocalized.
+        attrs = mark_safe(  # noqa: S308
+            f'x="{x0}" y="{top}" width="{round(x1 - x0, 2)}" height="{round(bottom - top, 2)}" fill="{colors[key]}"'
+        )
+        return {"attrs": attrs, "title": f"{first} – {last}: {count}"}
+
+    # One shape per series and run of days where its count and the stack under it stay the same: the named
+    # organizations (stacked first) change only at their own allocations' ends, whatever the others do.
     rects, peak = [], 0
+    runs: dict = {}  # key → [first day, last day, base, count] of the shape being drawn
     for step in steps:
         stack = 0
         counts: dict = defaultdict(int)
         for org_id, count in step.by_key.items():
             counts[org_id if org_id in colors else "other"] += count
         for key in colors:
-            if counts.get(key):
-                x0, x1 = days.x(step.starts_on), days.x(step.ends_on + timedelta(days=1))
-                top, bottom = values.y(stack + counts[key]), values.y(stack)
-                # Attributes formatted here, once: the template writes one value per shape, unlocalized.
-                # Numbers and our own palette's colours only: nothing to escape.
-                attrs = mark_safe(  # noqa: S308
-                    f'x="{x0}" y="{top}" width="{round(x1 - x0, 2)}" height="{round(bottom - top, 2)}" '
-                    f'fill="{colors[key]}"'
-                )
-                rects.append({"attrs": attrs, "title": f"{step.starts_on} – {step.ends_on}: {counts[key]}"})
-                stack += counts[key]
+            count, run = counts.get(key, 0), runs.get(key)
+            if run and (run[2], run[3]) == (stack, count) and run[1] + timedelta(days=1) == step.starts_on:
+                run[1] = step.ends_on
+            else:
+                if run and run[3]:
+                    rects.append(rect(key, *run))
+                runs[key] = [step.starts_on, step.ends_on, stack, count]
+            stack += count
         peak = max(peak, stack)
+    rects.extend(rect(key, *run) for key, run in runs.items() if run[3])
     half_day = (days.x(pool.starts_on + timedelta(days=1)) - days.x(pool.starts_on)) / 2
     running_points = " ".join(
         f"{round(days.x(day) + half_day, 2)},{values.y(min(float(count), pool.total_instances))}"

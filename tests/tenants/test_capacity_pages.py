@@ -309,7 +309,12 @@ def test_pool_timeline_is_staff_only_and_draws_the_stack(manager_client, member_
     assert response.status_code == 200
     assert "<svg" in response.text and a.organization.name in response.text
     assert "Peak allocated: 120 instances; free at the peak: 5." in response.text
-    assert "2027-01-01 – 2027-01-31: 100" in response.text  # the first step, as a tooltip
+    # One shape per org and run of days where it and the stack under it stay the same, its run as a tooltip:
+    # the first org's 100 hold January to March in one piece though the second's 20 start on top in February;
+    # the second's drop to the floor in April when the first's end.
+    assert "2027-01-01 – 2027-03-31: 100" in response.text
+    assert "2027-02-01 – 2027-03-31: 20" in response.text and "2027-04-01 – 2027-04-30: 20" in response.text
+    assert "2027-01-01 – 2027-01-31: 100" not in response.text  # not cut where the other org starts
 
 
 def test_pool_timeline_stacks_the_largest_orgs_and_the_rest_from_the_ledger(manager_client, pool):
