@@ -132,8 +132,8 @@ BROKER_DIR = VAR_DIR / "broker"
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", "filesystem://")
 CELERY_BROKER_TRANSPORT_OPTIONS: dict = {}
 if CELERY_BROKER_URL.startswith("filesystem://"):
-    # kombu's filesystem transport: no server needed. It can lose a task running when the worker
-    # is killed, so it is for the embedded default only; production uses Redis.
+    # kombu's filesystem transport: no server needed. It loses the message of a task running when the
+    # worker is killed (the reconcilers send such work again), so it is for the embedded default only.
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),
@@ -142,8 +142,20 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "store_processed": False,
     }
 elif CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
-    # Above the longest task run and the longest retry backoff (600 s), else Redis redelivers.
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+    # Above the longest task run and the longest retry backoff (600 s), else Redis redelivers. Short socket
+    # timeouts: a request that publishes while Redis is unreachable gives up in seconds, not minutes.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600, "socket_connect_timeout": 3, "socket_timeout": 5}
+# Publishing happens after a request's transaction commits (portal.queue); when the broker is down it tries
+# three times within about a second, then leaves the work to the reconcilers (beat), never failing the request.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.5, "interval_max": 0.5}
+CELERY_BROKER_CONNECTION_TIMEOUT = 3
+# Polls have their own queue (and, in docker-compose, their own worker): provisioning and email never wait
+# behind a poll cycle, and a slow cloud endpoint can hold up polls only.
+CELERY_TASK_ROUTES = {
+    "workloads.cluster_tasks.poll_clusters": {"queue": "polls"},
+    "workloads.cluster_tasks.poll_cluster_batch": {"queue": "polls"},
+}
+WORKER_QUEUES = ("celery", "polls")
 CELERY_TASK_ACKS_LATE = False  # opted into per task, only where a rerun is safe
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
@@ -152,6 +164,19 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BEAT_SCHEDULE: dict = {
     # Clusters in flight or in service: status, nodes, health and run intervals (fanned out in batches).
     "poll-clusters": {"task": "workloads.cluster_tasks.poll_clusters", "schedule": 60.0},
+    # Self-healing: work whose message was lost (a killed worker, a broker down at publish time) is sent again.
+    "reconcile-clusters": {"task": "workloads.clusters.reconcile", "schedule": 60.0},
+    "resend-case-notifications": {"task": "workloads.support.resend_notifications", "schedule": 60.0},
+    # Each queue's heartbeat: /healthz tells whether a worker is taking work from it, and how late.
+    **{
+        f"heartbeat-{queue}": {
+            "task": "workloads.operations.heartbeat",
+            "schedule": 30.0,
+            "args": [queue],
+            "options": {"queue": queue, "expires": 600},
+        }
+        for queue in WORKER_QUEUES
+    },
     # Allocations move scheduled → active → expired as program days pass.
     "refresh-allocation-statuses": {"task": "tenants.tasks.refresh_allocation_statuses", "schedule": 3600.0},
     # Usage rollups: today's allocated time grows, yesterday closes (polls also roll up what they saw).
@@ -162,6 +187,11 @@ CELERY_BEAT_SCHEDULE: dict = {
     "fetch-billed-costs": {"task": "workloads.usage.fetch_billed_costs", "schedule": 6 * 3600.0},
 }
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Cluster work (workloads.clusters.reconcile): how long a provisioning or deletion task may run, how long
+# queued work may wait for a worker, and how late either may be before the reconciler sends it again.
+CLUSTER_TASK_TIME_LIMIT = env_int("CLUSTER_TASK_TIME_LIMIT", 300)
+CLUSTER_QUEUE_WAIT = env_int("CLUSTER_QUEUE_WAIT", 120)
+RECONCILE_GRACE = env_int("RECONCILE_GRACE", 60)
 
 # --- AWS ------------------------------------------------------------------------------------
 # boto3 honours AWS_ENDPOINT_URL for every client; `make run` points it at the local emulator.

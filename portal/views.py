@@ -27,12 +27,52 @@ def _broker_state() -> str:
     return "ok"
 
 
+def _queue_depths() -> dict[str, int | str]:
+    """Messages waiting in each queue, as the broker counts them."""
+    depths: dict[str, int | str] = {}
+    try:
+        with celery_app.connection_for_read() as conn:
+            conn.ensure_connection(max_retries=1, timeout=2)
+            channel = conn.default_channel
+            for queue in settings.WORKER_QUEUES:
+                try:
+                    depths[queue] = channel.queue_declare(queue=queue, passive=True).message_count
+                except Exception:  # a queue nothing was ever sent to does not exist yet: nothing waits in it
+                    depths[queue] = 0
+    except Exception as exc:
+        return {queue: f"unknown: {exc.__class__.__name__}" for queue in settings.WORKER_QUEUES}
+    return depths
+
+
 @never_cache
 def healthz(request):
-    """Liveness for load balancers and docker-compose: 200 when database and broker answer."""
+    """Health for load balancers, docker-compose and operators.
+
+    200 when database and broker answer (503 otherwise): what the web process needs. `worker` says whether every
+    queue's heartbeat ran lately (workloads.operations); a dead worker does not make web unhealthy, but it is
+    said here, not hidden. `?deep=1` adds each queue's heartbeat, the messages waiting and the work the
+    reconcilers are catching up on, and answers 503 when a worker is stale or work is late.
+    """
+    from workloads.operations import health
+
     checks = {"database": _database_state(), "broker": _broker_state()}
     healthy = all(state == "ok" for state in checks.values())
-    return JsonResponse({"status": "ok" if healthy else "down", **checks}, status=200 if healthy else 503)
+    body: dict = {"status": "ok" if healthy else "down", **checks}
+    if checks["database"] != "ok":
+        return JsonResponse(body, status=503)
+    queues = health.queue_states()
+    body["worker"] = health.worker_state(queues)
+    if request.GET.get("deep") != "1":
+        return JsonResponse(body, status=200 if healthy else 503)
+    depths = _queue_depths() if checks["broker"] == "ok" else {}
+    for queue, state in queues.items():
+        state["waiting_messages"] = depths.get(queue, "unknown")
+    backlog = health.backlog()
+    body.update(queues=queues, backlog=backlog)
+    late = backlog["late_clusters"]["count"] or backlog["unsent_case_emails"]["count"]
+    if healthy and (body["worker"] != "ok" or late):
+        body["status"] = "degraded"
+    return JsonResponse(body, status=200 if body["status"] == "ok" else 503)
 
 
 # --- Error pages: the API answers JSON, pages answer the site's templates ------------------------------------

@@ -16,11 +16,11 @@ def compose() -> dict:
 
 
 def test_services_of_the_production_shape(compose):
-    assert set(compose["services"]) == {"postgres", "redis", "web", "worker", "beat"}
+    assert set(compose["services"]) == {"postgres", "redis", "web", "worker", "poller", "beat"}
 
 
 def test_every_long_running_service_but_beat_has_a_health_check(compose):
-    for name in ("postgres", "redis", "web", "worker"):
+    for name in ("postgres", "redis", "web", "worker", "poller"):
         assert "test" in compose["services"][name]["healthcheck"], name
 
 
@@ -29,13 +29,14 @@ def test_portal_services_run_the_right_commands(compose):
     assert "gunicorn portal.wsgi:application" in services["web"]["command"]
     assert "migrate" in services["web"]["command"]
     assert services["worker"]["command"][:4] == ["celery", "-A", "portal", "worker"]
+    assert services["poller"]["command"][:4] == ["celery", "-A", "portal", "worker"]
     assert services["beat"]["command"][:4] == ["celery", "-A", "portal", "beat"]
-    for name in ("web", "worker", "beat"):
+    for name in ("web", "worker", "poller", "beat"):
         assert services[name]["build"] == "."
 
 
 def test_portal_environment_is_the_production_switch_and_names_only_real_settings(compose):
-    for name in ("web", "worker", "beat"):
+    for name in ("web", "worker", "poller", "beat"):
         environment = compose["services"][name]["environment"]
         assert environment["PORTAL_PRODUCTION"] == "True"
         assert environment["DATABASE_URL"].startswith("postgres://")
@@ -45,7 +46,7 @@ def test_portal_environment_is_the_production_switch_and_names_only_real_setting
 
 
 def test_web_and_workers_wait_for_healthy_services(compose):
-    for name in ("web", "worker"):
+    for name in ("web", "worker", "poller"):
         depends = compose["services"][name]["depends_on"]
         assert depends["postgres"]["condition"] == depends["redis"]["condition"] == "service_healthy"
 
@@ -59,3 +60,20 @@ def test_dockerfile_installs_the_pinned_requirements_and_collects_static():
 
 def test_health_check_url_exists(compose):
     assert "/healthz" in str(compose["services"]["web"]["healthcheck"]["test"])
+
+
+def test_every_queue_has_a_worker_whose_health_is_its_heartbeat(compose):
+    """Each queue the settings route work to is consumed by a service, restarted whenever it exits, and
+    healthy only while it takes that queue's heartbeat."""
+    served = {}
+    for name, service in compose["services"].items():
+        command = service.get("command")
+        if isinstance(command, list) and command[:4] == ["celery", "-A", "portal", "worker"]:
+            queues = next(arg.split("=", 1)[1] for arg in command if arg.startswith("--queues="))
+            for queue in queues.split(","):
+                served[queue] = name
+            assert service["restart"] == "always", name
+            assert service["healthcheck"]["test"] == ["CMD", "python", "manage.py", "workerhealth", f"--queue={queues}"]
+    assert set(served) == set(settings.WORKER_QUEUES)
+    routed = {route["queue"] for route in settings.CELERY_TASK_ROUTES.values()} | {"celery"}
+    assert routed <= set(served)

@@ -7,7 +7,13 @@ from django.db import OperationalError
 def test_healthz_is_200_when_database_and_broker_answer(client):
     response = client.get("/healthz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "database": "ok", "broker": "ok"}
+    # No worker has run a heartbeat in this test: said, but web itself is healthy.
+    assert response.json() == {
+        "status": "ok",
+        "database": "ok",
+        "broker": "ok",
+        "worker": "unknown: no heartbeat yet",
+    }
 
 
 @pytest.mark.django_db
@@ -35,3 +41,76 @@ def test_healthz_is_503_when_the_database_is_down(client, monkeypatch):
     response = client.get("/healthz")
     assert response.status_code == 503
     assert response.json()["database"] == "down: connection refused"
+
+
+def _heartbeats(seconds_ago: dict[str, float]) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from workloads.operations.models import WorkerHeartbeat
+
+    now = timezone.now()
+    for queue, ago in seconds_ago.items():
+        ran = now - timedelta(seconds=ago)
+        WorkerHeartbeat.objects.update_or_create(
+            queue=queue, defaults={"sent_at": ran - timedelta(seconds=2), "ran_at": ran, "worker": "worker@host"}
+        )
+
+
+@pytest.mark.django_db
+def test_deep_health_is_200_when_every_queue_has_a_worker_and_nothing_is_late(client):
+    _heartbeats({"celery": 10, "polls": 25})
+    response = client.get("/healthz?deep=1")
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    assert (body["status"], body["worker"]) == ("ok", "ok")
+    assert body["queues"]["celery"]["heartbeat_waited_seconds"] == 2.0
+    assert body["queues"]["polls"]["last_heartbeat_seconds_ago"] >= 25
+    assert isinstance(body["queues"]["celery"]["waiting_messages"], int)
+    assert body["backlog"] == {"late_clusters": {"count": 0, "oldest_seconds": 0}, "unsent_case_emails": {"count": 0}}
+
+
+@pytest.mark.django_db
+def test_a_queue_without_a_worker_is_said_on_healthz_and_fails_the_deep_check(client):
+    """Seen: /healthz stayed 200 with no worker running. Web stays healthy (the load balancer must not pull it),
+    but the answer says so, and the operators' deep check fails."""
+    _heartbeats({"celery": 10, "polls": 600})
+    shallow = client.get("/healthz")
+    assert shallow.status_code == 200
+    assert shallow.json()["worker"] == "stale: no heartbeat on polls"
+    deep = client.get("/healthz?deep=1")
+    assert deep.status_code == 503
+    assert deep.json()["status"] == "degraded"
+    assert deep.json()["queues"]["polls"]["state"] == "stale"
+
+
+@pytest.mark.django_db
+def test_late_work_fails_the_deep_check_with_its_count_and_age(client, org):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tests.factories import ClusterFactory
+    from workloads.models import Cluster
+
+    _heartbeats({"celery": 1, "polls": 1})
+    cluster = ClusterFactory(organization=org, status=Cluster.Status.REQUESTED)
+    Cluster.objects.filter(pk=cluster.pk).update(status_changed_at=timezone.now() - timedelta(minutes=10))
+    deep = client.get("/healthz?deep=1")
+    assert deep.status_code == 503
+    late = deep.json()["backlog"]["late_clusters"]
+    assert late["count"] == 1 and 590 <= late["oldest_seconds"] <= 700
+
+
+@pytest.mark.django_db
+def test_the_worker_healthcheck_command_fails_without_a_recent_heartbeat():
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="queue celery: {'state': 'unknown'}"):
+        call_command("workerhealth", "--queue=celery")
+    _heartbeats({"celery": 5, "polls": 500})
+    call_command("workerhealth", "--queue=celery")
+    with pytest.raises(CommandError, match="'state': 'stale'"):
+        call_command("workerhealth", "--queue=polls")

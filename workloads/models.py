@@ -17,6 +17,7 @@ from workloads.clusters.models import (
     validate_lustre_capacity,
 )
 from workloads.health.models import HealthEvent
+from workloads.operations.models import WorkerHeartbeat
 from workloads.records.models import (
     MAX_PARALLEL_DEGREE,
     STORAGE_SHORT,
@@ -64,6 +65,7 @@ __all__ = [
     "UsageDay",
     "UsageDirtyDay",
     "UsageRevision",
+    "WorkerHeartbeat",
     "Workload",
     "WorkloadChange",
     "validate_lustre_capacity",

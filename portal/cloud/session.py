@@ -21,6 +21,14 @@ from portal.cloud.errors import PermanentCloudError, classify
 # botocore's "standard" retry mode backs off exponentially (with jitter) on throttling and
 # transient errors inside one call; the Celery task retries what is left over.
 RETRY_CONFIG = {"mode": "standard", "max_attempts": 5}  # retries after the first attempt
+# Two profiles of call. Provisioning and deletion are patient: botocore retries, then the task does, for
+# as long as the cluster page shows. Polls are quick: a poll asks again a minute later anyway, and a hanging
+# endpoint (one that accepts the connection and never answers) must not hold a worker slot for minutes —
+# at 60 s × 6 attempts one batch held a slot for 8 minutes while beat queued duplicates behind it.
+PROFILES = {
+    "task": {"retries": dict(RETRY_CONFIG), "connect_timeout": 10, "read_timeout": 60},
+    "poll": {"retries": {"mode": "standard", "max_attempts": 1}, "connect_timeout": 3, "read_timeout": 10},
+}
 _REFRESH_MARGIN = timedelta(minutes=5)
 
 
@@ -47,17 +55,24 @@ def endpoint_url() -> str | None:
     return settings.AWS_ENDPOINT_URL or None
 
 
-def client_config(**overrides) -> Config:
-    return Config(retries=dict(RETRY_CONFIG), connect_timeout=10, read_timeout=60, **overrides)
+def client_config(profile: str = "task", **overrides) -> Config:
+    settings_ = PROFILES[profile]
+    return Config(
+        retries=dict(settings_["retries"]),
+        connect_timeout=settings_["connect_timeout"],
+        read_timeout=settings_["read_timeout"],
+        **overrides,
+    )
 
 
 class CloudSession:
     """A boto3 session in one tenant account plus a client factory that honours the endpoint."""
 
-    def __init__(self, session: boto3.Session, region: str, account_id: str = "") -> None:
+    def __init__(self, session: boto3.Session, region: str, account_id: str = "", profile: str = "task") -> None:
         self.boto3_session = session
         self.region = region
         self.account_id = account_id
+        self.profile = profile
         self._clients: dict[str, object] = {}
         self._lock = threading.Lock()
 
@@ -66,12 +81,12 @@ class CloudSession:
         with self._lock:
             if service not in self._clients:
                 self._clients[service] = self.boto3_session.client(
-                    service, region_name=self.region, endpoint_url=endpoint_url(), config=client_config()
+                    service, region_name=self.region, endpoint_url=endpoint_url(), config=client_config(self.profile)
                 )
             return self._clients[service]
 
 
-_cache: dict[AccountAccess, tuple[CloudSession, datetime]] = {}
+_cache: dict[tuple[AccountAccess, str], tuple[CloudSession, datetime]] = {}
 _cache_lock = threading.Lock()
 
 
@@ -80,8 +95,9 @@ def clear_session_cache() -> None:
         _cache.clear()
 
 
-def session_for(access: AccountAccess) -> CloudSession:
-    """A session with the org's assumed role, cached until five minutes before the credentials expire."""
+def session_for(access: AccountAccess, *, profile: str = "task") -> CloudSession:
+    """A session with the org's assumed role, cached until five minutes before the credentials expire.
+    `profile` picks the calls' timeouts and retries (PROFILES): "task" for provisioning, "poll" for polls."""
     if not access.role_arn:
         raise PermanentCloudError(
             "This organization has no cross-account role linked: an admin sets its role ARN first.",
@@ -89,11 +105,11 @@ def session_for(access: AccountAccess) -> CloudSession:
         )
     now = datetime.now(UTC)
     with _cache_lock:
-        cached = _cache.get(access)
+        cached = _cache.get((access, profile))
         if cached and cached[1] - _REFRESH_MARGIN > now:
             return cached[0]
     base = boto3.Session(region_name=access.region)
-    sts = base.client("sts", region_name=access.region, endpoint_url=endpoint_url(), config=client_config())
+    sts = base.client("sts", region_name=access.region, endpoint_url=endpoint_url(), config=client_config(profile))
     try:
         params = {"RoleArn": access.role_arn, "RoleSessionName": access.session_name, "DurationSeconds": 3600}
         if access.external_id:
@@ -108,10 +124,10 @@ def session_for(access: AccountAccess) -> CloudSession:
         region_name=access.region,
     )
     account_id = access.role_arn.split(":")[4]
-    cloud_session = CloudSession(session, access.region, account_id)
+    cloud_session = CloudSession(session, access.region, account_id, profile)
     expires = credentials["Expiration"]
     if expires.tzinfo is None:
         expires = expires.replace(tzinfo=UTC)
     with _cache_lock:
-        _cache[access] = (cloud_session, expires)
+        _cache[(access, profile)] = (cloud_session, expires)
     return cloud_session

@@ -6,8 +6,12 @@ from django.core.management import call_command
 from moto.sagemaker import models as sagemaker_models
 
 from tenants.models import Organization
-from tests.clusters.conftest import Emulator, seed_scripts
-from tests.clusters.test_worker_integration import emulator_server, wait_for, worker  # noqa: F401  (fixtures)
+from tests.clusters.conftest import (
+    Emulator,
+    emulator_server,  # noqa: F401  (fixture)
+    seed_scripts,
+)
+from tests.clusters.test_worker_integration import wait_for, worker  # noqa: F401  (fixture)
 from workloads.clusters import tasks as cluster_tasks
 from workloads.models import Cluster
 

@@ -1,10 +1,13 @@
 import copy
+import socket
 
 import pytest
+import requests
 from django.utils import translation
+from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 from moto.sagemaker.models import sagemaker_backends
 
-from portal.cloud import AccountAccess, session_for
+from portal.cloud import AccountAccess, clear_session_cache, session_for
 from portal.cloud.lifecycle import SAMPLE_ON_CREATE, seed_lifecycle_scripts
 from tests.cloud.conftest import aws  # noqa: F401  (re-exported fixture: moto in process)
 from tests.factories import ActiveAllocationFactory, MembershipFactory, OrgCloudSettingsFactory, instance_type
@@ -74,3 +77,24 @@ def emulator(request, org):
     if hasattr(org, "cloud_settings"):
         seed_scripts(org)
     return Emulator(org.aws_account_id)
+
+
+@pytest.fixture
+def emulator_server(monkeypatch, settings):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    url = f"http://127.0.0.1:{port}"
+    requests.post(f"{url}/moto-api/reset", timeout=10)
+    settings.AWS_ENDPOINT_URL = url
+    for name, value in {"AWS_ACCESS_KEY_ID": "emulator", "AWS_SECRET_ACCESS_KEY": "emulator"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    clear_session_cache()
+    yield url
+    clear_session_cache()
+    requests.post(f"{url}/moto-api/reset", timeout=10)
+    server.stop()

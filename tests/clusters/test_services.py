@@ -1,5 +1,7 @@
 """Cluster services against moto's SageMaker in process: lifecycle, allocation limit, redelivery, polling."""
 
+from datetime import timedelta
+
 import pytest
 from django.core.exceptions import ValidationError
 from django.utils import timezone
@@ -14,7 +16,7 @@ from workloads.clusters import tasks as cluster_tasks
 from workloads.clusters.lifecycle import transition
 from workloads.clusters.provisioning import (
     apply_description,
-    cluster_ids_to_poll,
+    claim_clusters_to_poll,
     delete,
     poll_clusters,
     provision,
@@ -398,9 +400,18 @@ def test_beat_fans_clusters_out_in_batches(org, monkeypatch):
 
 
 def test_a_cluster_polled_moments_ago_is_skipped_by_the_next_tick(running):
-    assert running.pk not in cluster_ids_to_poll()
+    assert running.pk not in claim_clusters_to_poll()
     Cluster.objects.filter(pk=running.pk).update(last_polled_at=None)
-    assert running.pk in cluster_ids_to_poll()
+    assert running.pk in claim_clusters_to_poll()
+
+
+def test_a_tick_claims_its_clusters_before_the_batches_run_so_the_next_tick_queues_none_again(running):
+    """Beat queued 6 duplicate batches for the same clusters while one hung: the claim is made at fan-out."""
+    Cluster.objects.filter(pk=running.pk).update(last_polled_at=None)
+    assert claim_clusters_to_poll() == [running.pk]  # the batch has not run yet…
+    assert claim_clusters_to_poll() == []  # …and a second tick finds the cluster claimed
+    Cluster.objects.filter(pk=running.pk).update(last_polled_at=timezone.now() - timedelta(seconds=31))
+    assert claim_clusters_to_poll() == [running.pk]  # a batch that died releases it after 30 s
 
 
 def test_cloud_settings_without_a_security_group_are_refused_before_any_cloud_call(org, allocation, actor):
@@ -448,8 +459,9 @@ def test_one_clusters_cloud_error_does_not_stop_the_rest_of_the_batch(running, o
     type(other_org).objects.filter(pk=other_org.pk).update(role_arn="")
     emulator.set_node_status(running.cloud_name, "workers-p5-48xlarge-0", "Failure")
     outcome = poll_clusters([broken.pk, running.pk])
-    assert outcome == {"polled": 1, "errors": 1}
+    assert outcome == {"polled": 1, "errors": 1, "skipped": 0}
     running.refresh_from_db()
     broken.refresh_from_db()
     assert running.status == Cluster.Status.DEGRADED
-    assert broken.status == Cluster.Status.IN_SERVICE and broken.last_polled_at is not None
+    # Unchanged; the tick's claim (claim_clusters_to_poll) recorded when it was last asked about.
+    assert broken.status == Cluster.Status.IN_SERVICE

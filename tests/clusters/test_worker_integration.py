@@ -2,20 +2,16 @@
 ThreadedMotoServer speaking real HTTP to boto3. The test plays the cloud's part through the emulator's
 backend: a cluster still Creating, a node in Failure, the node recovered."""
 
-import socket
 import time
 from contextlib import contextmanager
 
 import pytest
-import requests
 from celery.contrib.testing.worker import start_worker
 from django.conf import settings as django_settings
 from django.db import OperationalError, transaction
-from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 from moto.sagemaker import models as sagemaker_models
 
 from portal.celery import app
-from portal.cloud import clear_session_cache
 from tests.clusters.conftest import Emulator, seed_scripts
 from tests.factories import ActiveAllocationFactory, MembershipFactory, OrganizationFactory, OrgCloudSettingsFactory
 from tests.factories import instance_type as catalog_type
@@ -24,27 +20,6 @@ from workloads.clusters.services import GroupRequest, create_cluster, request_de
 from workloads.models import Cluster, HealthEvent
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("catalog")]
-
-
-@pytest.fixture
-def emulator_server(monkeypatch, settings):
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    url = f"http://127.0.0.1:{port}"
-    requests.post(f"{url}/moto-api/reset", timeout=10)
-    settings.AWS_ENDPOINT_URL = url
-    for name, value in {"AWS_ACCESS_KEY_ID": "emulator", "AWS_SECRET_ACCESS_KEY": "emulator"}.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    clear_session_cache()
-    yield url
-    clear_session_cache()
-    requests.post(f"{url}/moto-api/reset", timeout=10)
-    server.stop()
 
 
 @contextmanager
@@ -79,7 +54,10 @@ def forget_connections() -> None:
 
 @pytest.fixture
 def worker(tmp_path, emulator_server):
-    with broker(tmp_path), start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING"):
+    with (
+        broker(tmp_path),
+        start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING", queues=["celery", "polls"]),
+    ):
         yield
 
 
@@ -172,3 +150,19 @@ def test_requested_to_in_service_degraded_recovered_and_deleted_through_a_real_w
         ("in_service", "deleting"),
         ("deleting", "deleted"),
     ]
+
+
+def test_a_worker_runs_each_queues_heartbeat_and_health_reports_how_long_it_waited(worker, client):
+    from workloads.operations.models import WorkerHeartbeat
+    from workloads.operations.tasks import heartbeat
+
+    for queue in ("celery", "polls"):
+        heartbeat.apply_async(args=[queue], queue=queue)  # what beat sends every 30 s
+    wait_for(lambda: WorkerHeartbeat.objects.count() == 2, "both heartbeats")
+    for row in WorkerHeartbeat.objects.all():
+        assert row.sent_at < row.ran_at  # the send time came with the message, not from the worker's clock
+        assert row.waited_seconds < 30
+        assert row.worker  # the host that ran it
+    body = client.get("/healthz?deep=1").json()
+    assert body["worker"] == "ok"
+    assert {queue: state["state"] for queue, state in body["queues"].items()} == {"celery": "ok", "polls": "ok"}

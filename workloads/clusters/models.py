@@ -103,6 +103,7 @@ class Cluster(models.Model):
     LIVE = (Status.REQUESTED, Status.PROVISIONING, Status.IN_SERVICE, Status.DEGRADED, Status.DELETING)
     POLLED = (Status.PROVISIONING, Status.IN_SERVICE, Status.DEGRADED, Status.DELETING)
     IN_FLIGHT = (Status.REQUESTED, Status.PROVISIONING, Status.DELETING)
+    MAX_RETRIES = 8  # of a provisioning or deletion task after transient cloud errors (workloads.clusters.tasks)
 
     organization = models.ForeignKey(
         Organization, on_delete=models.PROTECT, related_name="clusters", verbose_name=_("organization")
@@ -154,6 +155,25 @@ class Cluster(models.Model):
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     status_changed_at = models.DateTimeField(_("status changed at"), auto_now_add=True)
     last_polled_at = models.DateTimeField(_("last polled at"), null=True, blank=True)
+    # The worker's progress on provisioning or deletion, for the page and for the reconciler
+    # (workloads.clusters.reconcile): the last transient error, how many retries it has cost, and when
+    # the worker next acts — a retry's due time, or while a task runs, the time it must be done by.
+    # Past that time (plus a grace), nothing is known to be working on the cluster and its task is re-sent.
+    last_error = models.CharField(
+        _("last error"),
+        max_length=500,
+        blank=True,
+        help_text=_("The last transient error while provisioning or deleting; empty once an attempt gets through."),
+    )
+    retries = models.PositiveSmallIntegerField(
+        _("retries"), default=0, help_text=_("Retries of the current provisioning or deletion so far.")
+    )
+    next_attempt_at = models.DateTimeField(
+        _("next attempt at"),
+        null=True,
+        blank=True,
+        help_text=_("When the worker next acts on the cluster: a retry's due time, or when a running attempt ends."),
+    )
 
     objects = ClusterQuerySet.as_manager()
 
@@ -173,6 +193,10 @@ class Cluster(models.Model):
     @property
     def is_in_flight(self) -> bool:
         return self.status in self.IN_FLIGHT
+
+    @property
+    def is_retrying(self) -> bool:
+        return self.is_in_flight and bool(self.last_error)
 
     @property
     def can_delete(self) -> bool:

@@ -56,9 +56,13 @@ def build_spec(cluster: Cluster, groups: Iterable[ClusterInstanceGroup]) -> clou
     )
 
 
-def provider_for(cluster: Cluster):
-    session = cloud.session_for(cloud.AccountAccess.for_organization(cluster.organization, cluster.region))
-    return cloud.get_provider(cluster.kind, session)
+def provider_for(cluster: Cluster, *, profile: str = "task"):
+    access = cloud.AccountAccess.for_organization(cluster.organization, cluster.region)
+    return cloud.get_provider(cluster.kind, cloud.session_for(access, profile=profile))
+
+
+def poll_provider_for(cluster: Cluster):
+    return provider_for(cluster, profile="poll")
 
 
 def provision(cluster_id: int, *, provider_factory: Callable | None = None) -> str:
@@ -133,21 +137,29 @@ def delete(cluster_id: int, *, provider_factory: Callable | None = None, cloud_n
 
 
 def poll_clusters(cluster_ids: list[int], *, provider_factory: Callable | None = None) -> dict[str, int]:
-    """One batch of a poll cycle. A failure on one cluster is logged and never stops the others."""
-    outcome = {"polled": 0, "errors": 0}
+    """One batch of a poll cycle. A failure on one cluster is logged and never stops the others.
+
+    An account whose endpoint failed transiently (unreachable, timing out) is skipped for the rest of the batch:
+    its other clusters would only wait out the same timeout, and the next tick asks again."""
+    outcome = {"polled": 0, "errors": 0, "skipped": 0}
     clusters = Cluster.objects.select_related("organization").filter(pk__in=cluster_ids, status__in=Cluster.POLLED)
     providers: dict[tuple, object] = {}
+    unreachable: set[tuple] = set()
     for cluster in clusters:
+        key = (cluster.organization_id, cluster.region, cluster.kind)
+        if key in unreachable:
+            outcome["skipped"] += 1
+            continue
         try:
-            key = (cluster.organization_id, cluster.region, cluster.kind)
             if key not in providers:
-                providers[key] = (provider_factory or provider_for)(cluster)
+                providers[key] = (provider_factory or poll_provider_for)(cluster)
             poll_one(cluster, providers[key])
             outcome["polled"] += 1
         except cloud.CloudError as error:
             outcome["errors"] += 1
             log.warning("poll of cluster %s failed: %s", cluster.pk, error.message)
-            Cluster.objects.filter(pk=cluster.pk).update(last_polled_at=timezone.now())
+            if isinstance(error, cloud.TransientCloudError):
+                unreachable.add(key)
     return outcome
 
 
@@ -169,6 +181,10 @@ def apply_description(cluster: Cluster, description: ClusterDescription, *, node
     status = cluster.status
     cloud_status = description.status
     Cluster.objects.filter(pk=cluster.pk).update(last_polled_at=now)
+    if description.cloud_id and not cluster.cloud_id:
+        # Created by a run that died before recording it, and found under its deterministic name: adopt it.
+        Cluster.objects.filter(pk=cluster.pk, cloud_id="").update(cloud_id=description.cloud_id)
+        cluster.cloud_id = description.cloud_id
     if cloud_status == CloudStatus.NOT_FOUND:
         if status == Status.DELETING:
             if transition(cluster_id=cluster.pk, to=Status.DELETED, message=_("Deleted")):
@@ -208,12 +224,18 @@ def apply_description(cluster: Cluster, description: ClusterDescription, *, node
         transition(cluster_id=cluster.pk, to=target, message=message)
 
 
-def cluster_ids_to_poll(*, stale_after_seconds: int = 30) -> list[int]:
-    """Clusters the cloud may have changed; skip any polled moments ago (a duplicate beat tick)."""
-    cutoff = timezone.now() - timedelta(seconds=stale_after_seconds)
-    return list(
+@transaction.atomic
+def claim_clusters_to_poll(*, stale_after_seconds: int = 30) -> list[int]:
+    """Clusters the cloud may have changed, claimed for one poll cycle: `last_polled_at` is set before the
+    batches are sent, so a beat tick that comes while they run (or wait behind other work) finds nothing to
+    queue again. A batch that dies leaves its clusters claimed for `stale_after_seconds`, no longer."""
+    now = timezone.now()
+    cutoff = now - timedelta(seconds=stale_after_seconds)
+    due = (
         Cluster.objects.to_poll()
         .filter(Q(last_polled_at__isnull=True) | Q(last_polled_at__lt=cutoff))
         .order_by("last_polled_at", "pk")
-        .values_list("pk", flat=True)
     )
+    ids = list(due.select_for_update(skip_locked=True).values_list("pk", flat=True))
+    Cluster.objects.filter(pk__in=ids).update(last_polled_at=now)
+    return ids

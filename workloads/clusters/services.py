@@ -13,6 +13,7 @@ from django.db.models import Q, Sum
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, gettext_noop
 
+from portal import queue
 from portal.cloud import parallelcluster
 from tenants.models import Allocation, Organization
 from workloads.clusters import tasks
@@ -160,7 +161,7 @@ def create_cluster(
         message=record_text(gettext_noop("Requested")),
     )
     # Enqueued only if this transaction commits: the worker never sees a cluster that does not exist.
-    tasks.provision_cluster.delay_on_commit(cluster.pk)
+    queue.send_on_commit(tasks.provision_cluster, cluster.pk)
     return cluster
 
 
@@ -191,10 +192,13 @@ def retry_cluster(*, cluster: Cluster, actor) -> Cluster:
         attempt=attempt,
         cloud_name=new_name,
         cloud_id="",
+        last_error="",
+        retries=0,
+        next_attempt_at=None,
     ):
         raise ValidationError(_("The cluster changed meanwhile: reload the page."))
-    tasks.delete_cloud_cluster.delay_on_commit(cluster.pk, old_name)
-    tasks.provision_cluster.delay_on_commit(cluster.pk)
+    queue.send_on_commit(tasks.delete_cloud_cluster, cluster.pk, old_name)
+    queue.send_on_commit(tasks.provision_cluster, cluster.pk)
     cluster.refresh_from_db()
     return cluster
 
@@ -205,7 +209,7 @@ def request_delete(*, cluster: Cluster, actor, why: str = gettext_noop("Deletion
         raise ValidationError(
             _("A cluster that is %(status)s cannot be deleted.") % {"status": cluster.get_status_display()}
         )
-    tasks.delete_cluster.delay_on_commit(cluster.pk)
+    queue.send_on_commit(tasks.delete_cluster, cluster.pk)
     cluster.refresh_from_db()
     return cluster
 

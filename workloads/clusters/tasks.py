@@ -4,24 +4,40 @@ Provisioning and deletion are idempotent (deterministic cloud names, compare-and
 they use acks_late: a worker killed mid-task gets the message redelivered and the rerun is safe.
 Transient cloud errors (throttling, 5xx, timeouts) are retried with exponential backoff and jitter,
 kept well below the Redis visibility timeout (1 h); permanent ones land on the cluster's status.
+Each attempt, retry and outcome is written on the cluster (`last_error`, `retries`, `next_attempt_at`):
+the page shows it, and the reconciler (beat, every minute) sends again what nothing is working on.
 """
 
 from __future__ import annotations
 
+import logging
 import random
 
 from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
 
+from portal import queue
 from portal.cloud import TransientCloudError
-from workloads.clusters import provisioning
+from workloads.clusters import progress, provisioning, reconcile
+from workloads.clusters.models import Cluster
 from workloads.usage import tasks as usage_tasks
+
+log = logging.getLogger(__name__)
 
 # Registered under the names they had before clusters/ existed, so beat rows and queued messages still resolve.
 NAMES = "workloads.cluster_tasks."
 
 POLL_BATCH_SIZE = 50
-MAX_RETRIES = 8
+MAX_RETRIES = Cluster.MAX_RETRIES
 MAX_BACKOFF_SECONDS = 600
+# A poll batch gives up its slot within its claim (provisioning.claim_clusters_to_poll, 30 s); what it did
+# not reach is polled at the next tick.
+POLL_SOFT_LIMIT, POLL_HARD_LIMIT = 25, 30
+# Provisioning and deletion: past the soft limit a hanging cloud call is given up and retried like any
+# transient error; the hard limit is the lease the reconciler waits out before sending the task again.
+TASK_SOFT_LIMIT = max(settings.CLUSTER_TASK_TIME_LIMIT - 30, 10)
+TASK_HARD_LIMIT = settings.CLUSTER_TASK_TIME_LIMIT
 
 
 def backoff(retries: int) -> float:
@@ -29,33 +45,62 @@ def backoff(retries: int) -> float:
     return min(MAX_BACKOFF_SECONDS, 10 * 2**retries) + random.uniform(0, 5)
 
 
-@shared_task(name=NAMES + "provision_cluster", bind=True, acks_late=True, max_retries=MAX_RETRIES)
+def _cluster_task(**options):
+    return shared_task(
+        bind=True,
+        acks_late=True,
+        max_retries=MAX_RETRIES,
+        soft_time_limit=TASK_SOFT_LIMIT,
+        time_limit=TASK_HARD_LIMIT,
+        **options,
+    )
+
+
+def _run(task, cluster_id: int, work, on_give_up):
+    """Run one attempt of `work`; a transient failure is recorded on the cluster and retried with backoff."""
+    progress.started(cluster_id, within=TASK_HARD_LIMIT)
+    try:
+        outcome = work()
+    except (TransientCloudError, SoftTimeLimitExceeded) as error:
+        message = getattr(error, "message", "") or progress.TIMED_OUT
+        if task.request.retries >= task.max_retries:
+            progress.settled(cluster_id)
+            return on_give_up(message)
+        countdown = backoff(task.request.retries)
+        progress.retrying(cluster_id, error=message, retries=task.request.retries + 1, countdown=countdown)
+        raise task.retry(exc=error, countdown=countdown) from error
+    progress.settled(cluster_id)
+    return outcome
+
+
+@_cluster_task(name=NAMES + "provision_cluster")
 def provision_cluster(self, cluster_id: int) -> str:
-    try:
-        return provisioning.provision(cluster_id)
-    except TransientCloudError as error:
-        if self.request.retries >= self.max_retries:
-            provisioning.fail_after_retries(cluster_id, error.message)
-            return "failed"
-        raise self.retry(exc=error, countdown=backoff(self.request.retries)) from error
+    def give_up(message: str) -> str:
+        provisioning.fail_after_retries(cluster_id, message)
+        return "failed"
+
+    return _run(self, cluster_id, lambda: provisioning.provision(cluster_id), give_up)
 
 
-@shared_task(name=NAMES + "delete_cluster", bind=True, acks_late=True, max_retries=MAX_RETRIES)
+@_cluster_task(name=NAMES + "delete_cluster")
 def delete_cluster(self, cluster_id: int) -> str:
-    try:
-        return provisioning.delete(cluster_id)
-    except TransientCloudError as error:
-        if self.request.retries >= self.max_retries:
-            return "gave-up"  # still deleting: the poller asks the cloud again every minute
-        raise self.retry(exc=error, countdown=backoff(self.request.retries)) from error
+    # Giving up leaves it deleting: the poller asks the cloud again every minute.
+    return _run(self, cluster_id, lambda: provisioning.delete(cluster_id), lambda message: "gave-up")
 
 
-@shared_task(name=NAMES + "delete_cloud_cluster", bind=True, acks_late=True, max_retries=MAX_RETRIES)
+@shared_task(
+    name=NAMES + "delete_cloud_cluster",
+    bind=True,
+    acks_late=True,
+    max_retries=MAX_RETRIES,
+    soft_time_limit=TASK_SOFT_LIMIT,
+    time_limit=TASK_HARD_LIMIT,
+)
 def delete_cloud_cluster(self, cluster_id: int, cloud_name: str) -> str:
     """Remove a failed attempt's leftover cloud cluster after a retry picked a new name."""
     try:
         return provisioning.delete(cluster_id, cloud_name=cloud_name)
-    except TransientCloudError as error:
+    except (TransientCloudError, SoftTimeLimitExceeded) as error:
         if self.request.retries >= self.max_retries:
             return "gave-up"
         raise self.retry(exc=error, countdown=backoff(self.request.retries)) from error
@@ -63,17 +108,32 @@ def delete_cloud_cluster(self, cluster_id: int, cloud_name: str) -> str:
 
 @shared_task(name=NAMES + "poll_clusters")
 def poll_clusters() -> int:
-    """Beat, about every minute: fan the clusters to poll out in batches (not one task per cluster)."""
-    ids = provisioning.cluster_ids_to_poll()
+    """Beat, about every minute: claim the clusters to poll and fan them out in batches (not one task per
+    cluster). The claim keeps the next tick from queueing the same clusters while these batches run."""
+    ids = provisioning.claim_clusters_to_poll()
     for start in range(0, len(ids), POLL_BATCH_SIZE):
         poll_cluster_batch.delay(ids[start : start + POLL_BATCH_SIZE])
     return len(ids)
 
 
-@shared_task(name=NAMES + "poll_cluster_batch")
+@shared_task(name=NAMES + "poll_cluster_batch", soft_time_limit=POLL_SOFT_LIMIT, time_limit=POLL_HARD_LIMIT)
 def poll_cluster_batch(cluster_ids: list[int]) -> dict[str, int]:
     # A poll is a read plus an idempotent sync; one that fails is simply repeated by the next tick.
-    outcome = provisioning.poll_clusters(cluster_ids)
+    try:
+        outcome = provisioning.poll_clusters(cluster_ids)
+    except SoftTimeLimitExceeded:
+        log.warning("poll batch of %s clusters stopped at its time limit; the next tick goes on", len(cluster_ids))
+        return {"polled": 0, "errors": 0, "skipped": len(cluster_ids)}
     if outcome["polled"]:
         usage_tasks.roll_up.delay()  # the running time of what was just seen, into the daily rollups
     return outcome
+
+
+@shared_task(name="workloads.clusters.reconcile")
+def reconcile_clusters() -> list[int]:
+    """Beat, every minute: send provisioning again where its message was lost (workloads.clusters.reconcile).
+    The copies expire unsent after a few queue waits, so a long outage does not pile them up."""
+    ids = reconcile.claim_late_clusters()
+    for cluster_id in ids:
+        queue.send(provision_cluster, cluster_id, expires=settings.CLUSTER_QUEUE_WAIT * 5)
+    return ids

@@ -13,6 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from portal import queue
 from tenants.access import SYSTEM, OrgAccess, get_org_access_or_404, is_program_staff, require
 from tenants.models import Organization
 from workloads.records.models import Workload
@@ -72,7 +73,7 @@ def _add_event(
         case.updated_at = event.created_at
     if kind in NOTIFIED_KINDS:
         # Enqueued only if the transaction commits: a rolled-back change mails nobody.
-        notify_case_event.delay_on_commit(event.pk)
+        queue.send_on_commit(notify_case_event, event.pk)
     return event
 
 

@@ -4,7 +4,8 @@ import smtplib
 
 from celery import shared_task
 
-from workloads.support.notifications import send_case_event_email
+from portal import queue
+from workloads.support.notifications import send_case_event_email, unnotified_event_ids
 
 # Mail servers fail transiently (connection refused, timeouts, 4xx answers): those are retried with backoff.
 TRANSIENT_MAIL_ERRORS = (smtplib.SMTPException, ConnectionError, TimeoutError)
@@ -21,3 +22,13 @@ TRANSIENT_MAIL_ERRORS = (smtplib.SMTPException, ConnectionError, TimeoutError)
 def notify_case_event(event_id: int) -> int:
     """Email one support-case event to the case's participants (internal entries to program staff only)."""
     return send_case_event_email(event_id=event_id)
+
+
+@shared_task(name="workloads.support.resend_notifications")
+def resend_notifications() -> int:
+    """Beat, every minute: send again the case emails whose message was lost (a broker down when the event was
+    saved, a worker killed). The claim on the event makes a copy that arrives late send nothing."""
+    event_ids = unnotified_event_ids()
+    for event_id in event_ids:
+        queue.send(notify_case_event, event_id, expires=600)
+    return len(event_ids)

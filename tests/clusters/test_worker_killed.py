@@ -1,0 +1,230 @@
+"""A real worker process killed (kill -9) mid-provision, on Redis and on the embedded filesystem broker.
+
+Measured before the reconciler: the clusters stayed `provisioning` or `requested`; Redis gave the messages back
+only after its one-hour visibility timeout, and the filesystem broker never did. Here the first worker hangs on an
+AWS endpoint that accepts connections and never answers, is killed with its pool, and a second worker starts on
+the emulator: the reconciler must bring every cluster into service, with exactly one cloud cluster each.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import redis
+from django.conf import settings as django_settings
+from django.db import connection, transaction
+
+from portal.celery import app
+from tests.clusters.conftest import Emulator, seed_scripts
+from tests.clusters.test_worker_integration import wait_for
+from tests.factories import ActiveAllocationFactory, MembershipFactory, OrganizationFactory, OrgCloudSettingsFactory
+from tests.factories import instance_type as catalog_type
+from workloads.clusters import tasks as cluster_tasks
+from workloads.clusters.services import GroupRequest, create_cluster
+from workloads.models import Cluster
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("catalog")]
+ROOT = Path(django_settings.BASE_DIR)
+TASK_TIME_LIMIT = 20  # the workers' CLUSTER_TASK_TIME_LIMIT: the lease a killed task leaves behind
+CLUSTERS = 3
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def black_hole():
+    """An endpoint that accepts every connection and never answers: AWS hanging, not refusing."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept():
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    stop.set()
+    thread.join()
+    for sock in held:
+        sock.close()
+    server.close()
+
+
+def redis_url() -> str:
+    url = os.environ.get("CELERY_BROKER_URL", "")
+    return url if url.startswith("redis://") else "redis://127.0.0.1:6379/14"
+
+
+@pytest.fixture(params=["redis", "filesystem"])
+def broker_env(request, tmp_path, monkeypatch):
+    """The broker both this process (which publishes) and the worker processes use."""
+    saved = {key: app.conf[key] for key in ("broker_url", "broker_transport_options")}
+    env = {"PORTAL_VAR_DIR": str(tmp_path / "var")}
+    if request.param == "redis":
+        url = redis_url()
+        try:
+            redis.Redis.from_url(url, socket_connect_timeout=2).ping()
+        except redis.ConnectionError:
+            if os.environ.get("CI"):
+                raise
+            pytest.skip(f"no Redis at {url}")
+        monkeypatch.setenv("CELERY_BROKER_URL", url)
+        app.conf.update(broker_url=url, broker_transport_options=django_settings.CELERY_BROKER_TRANSPORT_OPTIONS)
+        env["CELERY_BROKER_URL"] = url
+    else:
+        # settings.py puts the filesystem broker's folders under PORTAL_VAR_DIR/broker.
+        base = tmp_path / "var" / "broker"
+        options = {
+            "data_folder_in": str(base / "queue"),
+            "data_folder_out": str(base / "queue"),
+            "processed_folder": str(base / "processed"),
+            "control_folder": str(base / "control"),
+            "store_processed": False,
+        }
+        for folder in set(options.values()) - {False}:
+            Path(folder).mkdir(parents=True, exist_ok=True)
+        monkeypatch.delenv("CELERY_BROKER_URL", raising=False)
+        app.conf.update(broker_url="filesystem://", broker_transport_options=options)
+        env["CELERY_BROKER_URL"] = "filesystem://"
+    app._pool = None
+    app.amqp._producer_pool = None
+    yield env
+    app.conf.update(saved)
+    app._pool = None
+    app.amqp._producer_pool = None
+
+
+def database_url() -> str:
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{db['NAME']}"
+    return f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+class Worker:
+    """`celery -A portal worker` as its own process group, the way make run and docker-compose start it."""
+
+    def __init__(self, name: str, env: dict, log: Path):
+        self.log = log
+        self.process = subprocess.Popen(  # noqa: S603 (our own interpreter and arguments)
+            [sys.executable, "-m", "celery", "-A", "portal", "worker", "--queues=celery", "--pool=prefork"]
+            + ["--concurrency=3", f"--hostname={name}@%h", "--loglevel=INFO", "--without-mingle", "--without-gossip"],
+            cwd=ROOT,
+            env=env,
+            stdout=log.open("w"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def kill(self) -> None:
+        """kill -9 to the worker and its pool processes at once: nothing is acknowledged, nothing cleaned up."""
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def worker_env(broker_env: dict, aws_endpoint: str) -> dict:
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("AWS_", "PYTEST", "CELERY_"))}
+    env.update(broker_env)
+    env.update(
+        DJANGO_SETTINGS_MODULE="portal.settings",
+        DATABASE_URL=database_url(),
+        AWS_ENDPOINT_URL=aws_endpoint,
+        AWS_ACCESS_KEY_ID="emulator",
+        AWS_SECRET_ACCESS_KEY="emulator",
+        AWS_DEFAULT_REGION="us-east-1",
+        CLUSTER_TASK_TIME_LIMIT=str(TASK_TIME_LIMIT),
+    )
+    return env
+
+
+def statuses(clusters) -> list[str]:
+    return list(Cluster.objects.filter(pk__in=[c.pk for c in clusters]).order_by("pk").values_list("status", flat=True))
+
+
+def test_a_worker_killed_mid_provision_leaves_nothing_stuck(
+    broker_env, black_hole, emulator_server, tmp_path, settings
+):
+    settings.RECONCILE_GRACE = 0  # this process runs the reconciler: send as soon as the killed lease ends
+    org = OrganizationFactory(slug="alpha")
+    OrgCloudSettingsFactory(organization=org)
+    allocation = ActiveAllocationFactory(
+        organization=org, instance_count=8, pool__instance_type=catalog_type("p5.48xlarge")
+    )
+    actor = MembershipFactory(organization=org).user
+    seed_scripts(org)
+    emulator = Emulator(org.aws_account_id)
+
+    hanging = Worker("hanging", worker_env(broker_env, black_hole), tmp_path / "hanging.log")
+    replacement = None
+    try:
+        clusters = []
+        for n in range(CLUSTERS):
+            with transaction.atomic():
+                clusters.append(
+                    create_cluster(
+                        organization=org,
+                        allocation=allocation,
+                        name=f"llm-{n}",
+                        kind=Cluster.Kind.HYPERPOD_SLURM,
+                        groups=[GroupRequest("p5.48xlarge", 2)],
+                        actor=actor,
+                    )
+                )
+        # Every task has started (status provisioning) and hangs on its first AWS call.
+        wait_for(lambda: statuses(clusters) == ["provisioning"] * CLUSTERS, "the tasks to start", timeout=60)
+        time.sleep(1)
+        hanging.kill()
+        killed_at = time.monotonic()
+        assert statuses(clusters) == ["provisioning"] * CLUSTERS
+        assert emulator.clusters() == []
+
+        replacement = Worker("replacement", worker_env(broker_env, emulator_server), tmp_path / "replacement.log")
+
+        def healed() -> bool:
+            cluster_tasks.reconcile_clusters()  # what beat runs every minute
+            return statuses(clusters) == ["in_service"] * CLUSTERS
+
+        wait_for(healed, "every cluster in service", timeout=TASK_TIME_LIMIT + 90)
+        healed_after = time.monotonic() - killed_at
+    except BaseException:
+        for log in (tmp_path / "hanging.log", tmp_path / "replacement.log"):
+            if log.exists():
+                print(f"--- {log.name}\n{log.read_text()[-6000:]}")
+        raise
+    finally:
+        hanging.stop()
+        if replacement:
+            replacement.stop()
+
+    # Exactly one cloud cluster each, under its deterministic name, with its id recorded.
+    assert sorted(emulator.clusters()) == sorted(c.cloud_name for c in clusters)
+    for cluster in Cluster.objects.filter(pk__in=[c.pk for c in clusters]):
+        assert cluster.cloud_id.endswith(f":cluster/{cluster.cloud_name}")
+        assert (cluster.last_error, cluster.next_attempt_at) == ("", None)
+    print(f"healed {healed_after:.1f} s after the kill (lease {TASK_TIME_LIMIT} s)")

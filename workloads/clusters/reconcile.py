@@ -1,0 +1,54 @@
+"""The clusters' reconciler: provisioning whose task was lost is sent again (by tasks.reconcile_clusters).
+
+A provisioning message can be lost between the committed row and the worker — a worker killed mid-task (Redis
+gives the message back only after its one-hour visibility timeout; the embedded filesystem broker never does),
+a broker that was down when the request committed. The row is the record of the work, so beat runs this every
+minute: a cluster still `requested`, or `provisioning` with nothing recorded from the cloud, whose worker is
+late — `next_attempt_at` (a retry's due time, or a running task's time limit) or, when nothing is scheduled,
+its last status change plus the time queued work may wait — by more than a grace, gets its task again.
+
+Safe because provisioning is idempotent: the cloud cluster has a deterministic name, so a re-sent task adopts
+the one an earlier run created (and records its cloud id) instead of making a second. Deletion needs nothing
+here: `deleting` clusters are polled, and the poll asks the cloud to delete again (provisioning.poll_one).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import DateTimeField, ExpressionWrapper, F, Q
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from workloads.clusters.models import Cluster
+
+Status = Cluster.Status
+
+
+def late_clusters(now=None):
+    """Clusters whose provisioning nothing is known to be working on."""
+    now = now or timezone.now()
+    waited = timedelta(seconds=settings.CLUSTER_QUEUE_WAIT)
+    due = Coalesce(
+        "next_attempt_at",
+        ExpressionWrapper(F("status_changed_at") + waited, output_field=DateTimeField()),
+    )
+    unstarted = Q(status=Status.REQUESTED) | Q(status=Status.PROVISIONING, cloud_id="")
+    return (
+        Cluster.objects.filter(unstarted)
+        .alias(due=due)
+        .filter(due__lt=now - timedelta(seconds=settings.RECONCILE_GRACE))
+        .order_by("pk")
+    )
+
+
+def claim_late_clusters(*, limit: int = 200) -> list[int]:
+    """The late clusters' ids, each marked as expected again within the queue wait, so the next minute's run
+    does not send it twice while the message waits. The caller (the beat task) sends their provisioning."""
+    now = timezone.now()
+    with transaction.atomic():
+        ids = list(late_clusters(now).select_for_update(skip_locked=True).values_list("pk", flat=True)[:limit])
+        Cluster.objects.filter(pk__in=ids).update(next_attempt_at=now + timedelta(seconds=settings.CLUSTER_QUEUE_WAIT))
+    return ids

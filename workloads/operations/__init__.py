@@ -1,0 +1,5 @@
+"""The portal's own machinery, watched: whether a worker takes work from each queue, and what is waiting.
+
+Beat sends a heartbeat task to every queue every 30 s; the worker that runs it writes down when it was sent and
+when it ran. /healthz and `manage.py workerhealth` (docker-compose's worker healthcheck) read those rows.
+"""

@@ -1,0 +1,59 @@
+"""What /healthz and `manage.py workerhealth` report about the workers and the work waiting for them."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.utils import timezone
+
+from workloads.operations.models import WorkerHeartbeat
+
+# Beat sends a heartbeat every 30 s: one not run for this long means no worker is taking that queue's work.
+STALE_AFTER_SECONDS = 120
+
+
+def queue_states(now=None) -> dict[str, dict]:
+    """Per queue: "ok", "stale" or "unknown" (never seen), with the last heartbeat's age and its wait."""
+    now = now or timezone.now()
+    rows = {row.queue: row for row in WorkerHeartbeat.objects.filter(queue__in=settings.WORKER_QUEUES)}
+    states = {}
+    for queue in settings.WORKER_QUEUES:
+        row = rows.get(queue)
+        if row is None:
+            states[queue] = {"state": "unknown"}
+            continue
+        age = max((now - row.ran_at).total_seconds(), 0.0)
+        states[queue] = {
+            "state": "ok" if age <= STALE_AFTER_SECONDS else "stale",
+            "last_heartbeat_seconds_ago": round(age, 1),
+            "heartbeat_waited_seconds": round(row.waited_seconds, 1),
+            "worker": row.worker,
+        }
+    return states
+
+
+def worker_state(states: dict[str, dict]) -> str:
+    """One word for the load balancer's page: "ok" when every queue has a worker taking its work."""
+    words = {state["state"] for state in states.values()}
+    if words == {"ok"}:
+        return "ok"
+    if "stale" in words:
+        stale = sorted(queue for queue, state in states.items() if state["state"] == "stale")
+        return "stale: no heartbeat on " + ", ".join(stale)
+    return "unknown: no heartbeat yet"
+
+
+def backlog(now=None) -> dict[str, dict]:
+    """Work the portal is waiting on, oldest first: clusters no worker is known to be provisioning and case
+    emails not sent (both are sent again by the reconcilers), and queued messages in the broker."""
+    from workloads.clusters.reconcile import late_clusters
+    from workloads.support.notifications import unnotified_event_ids
+
+    now = now or timezone.now()
+    late = list(late_clusters(now).values_list("status_changed_at", flat=True))
+    return {
+        "late_clusters": {
+            "count": len(late),
+            "oldest_seconds": round((now - min(late)).total_seconds(), 1) if late else 0,
+        },
+        "unsent_case_emails": {"count": len(unnotified_event_ids())},
+    }
