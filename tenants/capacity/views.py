@@ -45,10 +45,13 @@ def capacity(request, org_slug: str):
     if status := request.GET.get("status"):
         requests = requests.filter(status=status)
     page = paginate(request, requests, PAGE_SIZE)
+    # Newest first, a page at a time: an org with hundreds of allocations must not make the page grow with them.
+    allocation_page = paginate(request, allocations, PAGE_SIZE, param="allocations_page")
     context = {
         "access": access,
         "org": org,
-        "allocation_rows": allocation_rows(allocations, on=today()),
+        "allocation_rows": allocation_rows(allocation_page.object_list, on=today()),
+        "allocation_page": allocation_page,
         "page": page,
         "statuses": CapacityRequest.Status.choices,
         "status": status or "",

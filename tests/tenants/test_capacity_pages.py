@@ -205,6 +205,24 @@ def test_capacity_page_queries_do_not_grow(member_client, org, pool):
     assert queries(member_client, url)[0] == few
 
 
+def test_the_orgs_allocations_come_a_page_at_a_time_newest_first(member_client, org, pool):
+    from datetime import date, timedelta
+
+    first = date(2026, 1, 1)
+    for n in range(30):
+        AllocationFactory(
+            pool=pool, organization=org, starts_on=first + timedelta(days=n), ends_on=first + timedelta(days=n)
+        )
+    url = reverse("capacity", args=[org.slug])
+    page1 = member_client.get(url).text
+    assert "Page 1 of 2 (30 in all)" in page1
+    assert "2026-01-30" in page1 and "2026-01-05" not in page1  # newest first: 30 Jan down to 6 Jan
+    page2 = member_client.get(url, {"allocations_page": 2, "page": 1}).text
+    assert "Page 2 of 2 (30 in all)" in page2
+    assert "2026-01-05" in page2 and "2026-01-30" not in page2
+    assert "page=1&amp;allocations_page=1" in page2  # the requests' page is kept when paging allocations
+
+
 # --- Program staff -----------------------------------------------------------------------------
 
 
