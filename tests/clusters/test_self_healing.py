@@ -148,6 +148,39 @@ def test_a_retry_that_is_due_later_is_left_alone_until_it_is_late(org, allocatio
     assert list(reconcile.late_clusters()) == [cluster]  # the retry never came: its worker died
 
 
+def test_an_attempt_that_outlived_its_lease_counts_as_a_failed_attempt_and_the_last_one_fails_the_cluster(
+    org, allocation, actor, broker_down
+):
+    """A task killed at its hard time limit (botocore swallows the soft one while it waits on a socket) or with
+    its worker leaves no error behind: the reconciler says so on the page, and does not resend forever."""
+    cluster = create(org, allocation, actor)
+    Cluster.objects.filter(pk=cluster.pk).update(
+        status=Cluster.Status.PROVISIONING, next_attempt_at=timezone.now() - timedelta(seconds=61), retries=2
+    )
+    assert cluster_tasks.reconcile_clusters() == [cluster.pk]
+    cluster.refresh_from_db()
+    assert cluster.retries == 3
+    assert cluster.last_error.startswith("The attempt did not finish within the task's time limit")
+
+    Cluster.objects.filter(pk=cluster.pk).update(
+        next_attempt_at=timezone.now() - timedelta(seconds=61), retries=Cluster.MAX_RETRIES
+    )
+    assert cluster_tasks.reconcile_clusters() == []
+    cluster.refresh_from_db()
+    assert cluster.status == Cluster.Status.FAILED
+    assert cluster.status_message.startswith("Gave up after repeated transient errors: The attempt did not finish")
+
+
+def test_a_requested_cluster_whose_message_was_lost_is_not_counted_as_a_failed_attempt(
+    org, allocation, actor, broker_down
+):
+    cluster = create(org, allocation, actor)
+    age(cluster, LATE)
+    assert cluster_tasks.reconcile_clusters() == [cluster.pk]
+    cluster.refresh_from_db()
+    assert (cluster.retries, cluster.last_error) == (0, "")
+
+
 def test_clusters_the_cloud_knows_or_that_left_provisioning_are_not_reconciled(org):
     for status in (Cluster.Status.IN_SERVICE, Cluster.Status.FAILED, Cluster.Status.DELETED):
         ClusterFactory(organization=org, status=status)

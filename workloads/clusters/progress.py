@@ -10,7 +10,9 @@ from django.utils.translation import gettext_noop
 
 from workloads.clusters.models import Cluster
 
-TIMED_OUT = gettext_noop("AWS did not answer within the task's time limit")
+TIMED_OUT = gettext_noop(
+    "The attempt did not finish within the task's time limit (no answer from AWS, or the worker stopped)"
+)
 
 
 def started(cluster_id: int, *, within: float) -> None:

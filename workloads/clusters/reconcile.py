@@ -22,7 +22,10 @@ from django.db.models import DateTimeField, ExpressionWrapper, F, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from workloads.clusters.lifecycle import record_text
 from workloads.clusters.models import Cluster
+from workloads.clusters.progress import TIMED_OUT
+from workloads.clusters.provisioning import fail_after_retries
 
 Status = Cluster.Status
 
@@ -46,9 +49,27 @@ def late_clusters(now=None):
 
 def claim_late_clusters(*, limit: int = 200) -> list[int]:
     """The late clusters' ids, each marked as expected again within the queue wait, so the next minute's run
-    does not send it twice while the message waits. The caller (the beat task) sends their provisioning."""
+    does not send it twice while the message waits. The caller (the beat task) sends their provisioning.
+
+    A cluster whose running attempt outlived its lease (the worker died, or the task hit its hard time limit on a
+    cloud endpoint that never answered) has that counted as a failed attempt, shown on its page; past the
+    task's retries it fails with the message, like a task that gave up. One that never started is not counted."""
     now = timezone.now()
     with transaction.atomic():
-        ids = list(late_clusters(now).select_for_update(skip_locked=True).values_list("pk", flat=True)[:limit])
-        Cluster.objects.filter(pk__in=ids).update(next_attempt_at=now + timedelta(seconds=settings.CLUSTER_QUEUE_WAIT))
-    return ids
+        late = list(
+            late_clusters(now)
+            .select_for_update(skip_locked=True)
+            .values_list("pk", "status", "next_attempt_at", "retries")[:limit]
+        )
+        resend = []
+        for cluster_id, status, next_attempt_at, retries in late:
+            if status == Status.PROVISIONING and next_attempt_at is not None:
+                if retries >= Cluster.MAX_RETRIES:
+                    fail_after_retries(cluster_id, record_text(TIMED_OUT))
+                    continue
+                Cluster.objects.filter(pk=cluster_id).update(last_error=record_text(TIMED_OUT), retries=retries + 1)
+            resend.append(cluster_id)
+        Cluster.objects.filter(pk__in=resend).update(
+            next_attempt_at=now + timedelta(seconds=settings.CLUSTER_QUEUE_WAIT)
+        )
+    return resend

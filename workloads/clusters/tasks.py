@@ -20,6 +20,7 @@ from django.conf import settings
 from portal import queue
 from portal.cloud import TransientCloudError
 from workloads.clusters import progress, provisioning, reconcile
+from workloads.clusters.lifecycle import record_text
 from workloads.clusters.models import Cluster
 from workloads.usage import tasks as usage_tasks
 
@@ -58,11 +59,13 @@ def _cluster_task(**options):
 
 def _run(task, cluster_id: int, work, on_give_up):
     """Run one attempt of `work`; a transient failure is recorded on the cluster and retried with backoff."""
-    progress.started(cluster_id, within=TASK_HARD_LIMIT)
+    # The lease is the hard limit this message carries (set by whoever sent it), else this worker's.
+    hard_limit = (task.request.timelimit or (None, None))[0] or TASK_HARD_LIMIT
+    progress.started(cluster_id, within=hard_limit)
     try:
         outcome = work()
     except (TransientCloudError, SoftTimeLimitExceeded) as error:
-        message = getattr(error, "message", "") or progress.TIMED_OUT
+        message = getattr(error, "message", "") or record_text(progress.TIMED_OUT)
         if task.request.retries >= task.max_retries:
             progress.settled(cluster_id)
             return on_give_up(message)
