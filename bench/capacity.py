@@ -137,3 +137,49 @@ def main() -> None:
     grew = [name for name, figures in results.items() if len({q for _, q in figures}) > 1]
     print(f"goal: every target within 1.5× at {SIZES[-1]:,} of its time at {SIZES[0]:,}, queries constant")
     print("queries per request constant across sizes:", "yes" if not grew else f"NO: {', '.join(grew)}")
+    explain_lists(targets)
+
+
+def _plan_nodes(node: dict):
+    yield node
+    for child in node.get("Plans", []):
+        yield from _plan_nodes(child)
+
+
+def explain_lists(targets) -> None:
+    """PostgreSQL only, at the largest size: how the planner reads each page's and API's sorted, paged list
+    (its ORDER BY … LIMIT query) — an index that gives the order, or a scan of the table and a sort."""
+    import json
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    if connection.vendor != "postgresql":
+        print("EXPLAIN of the list queries: PostgreSQL only (set BENCH_DATABASE_URL)")
+        return
+    print(f"\nEXPLAIN at {SIZES[-1]:,} rows, each target's paged list query (ORDER BY … LIMIT):")
+    for name, client, url in targets:
+        with CaptureQueriesContext(connection) as ctx:
+            client.get(url)
+        lists = [q["sql"] for q in ctx.captured_queries if " ORDER BY " in q["sql"] and " LIMIT " in q["sql"]]
+        lists = [sql for sql in lists if '"tenants_allocation"' in sql.split(" WHERE ")[0]
+                 or '"tenants_capacityrequest"' in sql.split(" WHERE ")[0]]  # fmt: skip
+        if not lists:
+            print(f"  {name:28} no paged list query")
+            continue
+        for sql in lists[:2]:
+            with connection.cursor() as cursor:
+                cursor.execute("EXPLAIN (FORMAT JSON) " + sql)
+                found = cursor.fetchone()[0]
+            plan = (json.loads(found) if isinstance(found, str) else found)[0]["Plan"]
+            nodes = list(_plan_nodes(plan))
+            indexes = sorted({n["Index Name"] for n in nodes if "Index Name" in n})
+            scans = sorted({n["Relation Name"] for n in nodes if n["Node Type"] == "Seq Scan"})
+            sorted_in_memory = any(n["Node Type"] in ("Sort", "Incremental Sort") for n in nodes)
+            order = sql.rsplit(" ORDER BY ", 1)[1].split(" LIMIT ")[0]
+            verdict = ("index " + ", ".join(indexes)) if indexes else "no index"
+            if scans:
+                verdict += "; seq scan of " + ", ".join(scans)
+            if sorted_in_memory:
+                verdict += "; sorts"
+            print(f"  {name:28} ORDER BY {order[:60]:60} {verdict}")

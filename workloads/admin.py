@@ -9,6 +9,7 @@ from workloads.models import (
     OrgCloudSettings,
     ReviewMeeting,
     SupportCase,
+    WorkerHeartbeat,
     Workload,
     WorkloadChange,
 )
@@ -117,8 +118,15 @@ class ClusterEventInline(ReadOnlyInline):
 
 @admin.register(Cluster)
 class ClusterAdmin(ReadOnlyAdmin):
-    list_display = ["name", "organization", "kind", "region", "status", "created_at", "last_polled_at"]
+    list_display = ["name", "organization", "kind", "region", "status", "retries", "created_at", "last_polled_at"]
     list_filter = ["status", "kind", "region"]
     list_select_related = ["organization"]
     search_fields = ["name", "cloud_name", "organization__name"]
     inlines = [ClusterGroupInline, ClusterEventInline]
+
+
+@admin.register(WorkerHeartbeat)
+class WorkerHeartbeatAdmin(ReadOnlyAdmin):
+    """Each queue's last heartbeat and the worker that ran it (what /healthz reports, with the host)."""
+
+    list_display = ["queue", "worker", "sent_at", "ran_at"]

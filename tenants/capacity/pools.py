@@ -87,11 +87,11 @@ class DaysHeld(Func):
 
 def largest_holders(pool: CapacityPool, *, limit: int) -> tuple[list[int], int]:
     """The organizations holding the most instance-days in the pool, largest first (at most `limit`; ties by id),
-    and how many others hold any: aggregated in the database, two queries, no rows brought over."""
+    and how many others hold any: aggregated in the database in one query, a row per organization."""
     holding = Allocation.objects.filter(pool=pool).holding_capacity().values("organization_id")
     weights = holding.annotate(weight=Sum(F("instance_count") * DaysHeld())).order_by("-weight", "organization_id")
-    ranked = list(weights.values_list("organization_id", flat=True)[:limit])
-    return ranked, holding.distinct().count() - len(ranked)
+    holders = list(weights.values_list("organization_id", flat=True))
+    return holders[:limit], max(len(holders) - limit, 0)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 import re
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 
 import pytest
 from django.db import connection
@@ -327,12 +327,30 @@ def test_pool_timeline_is_staff_only_and_draws_the_stack(manager_client, member_
     assert response.status_code == 200
     assert "<svg" in response.text and a.organization.name in response.text
     assert "Peak allocated: 120 instances; free at the peak: 5." in response.text
-    # One shape per org and run of days where it and the stack under it stay the same, its run as a tooltip:
-    # the first org's 100 hold January to March in one piece though the second's 20 start on top in February;
-    # the second's drop to the floor in April when the first's end.
-    assert "2027-01-01 – 2027-03-31: 100" in response.text
-    assert "2027-02-01 – 2027-03-31: 20" in response.text and "2027-04-01 – 2027-04-30: 20" in response.text
-    assert "2027-01-01 – 2027-01-31: 100" not in response.text  # not cut where the other org starts
+    # One band per organization (its name as the tooltip), however many allocations it holds, and a column per
+    # run of days where nothing changes, saying who holds what.
+    assert response.text.count("<polygon") == 2
+    b = Allocation.objects.exclude(pk=a.pk).get()
+    assert f"<title>{a.organization.name}</title></polygon>" in response.text
+    assert f"2027-01-01 – 2027-01-31: 100 allocated ({a.organization.name} 100)" in response.text
+    assert (
+        f"2027-02-01 – 2027-03-31: 120 allocated ({a.organization.name} 100, {b.organization.name} 20)" in response.text
+    )
+    assert f"2027-04-01 – 2027-04-30: 20 allocated ({b.organization.name} 20)" in response.text
+
+
+def test_the_pool_timeline_draws_as_many_shapes_for_many_allocations_as_for_few(manager_client, pool, org):
+    url = reverse("pool-timeline", args=[pool.pk])
+    AllocationFactory(
+        pool=pool, organization=org, instance_count=1, starts_on=date(2027, 1, 1), ends_on=date(2027, 1, 9)
+    )
+    few = manager_client.get(url).text.count("<polygon")
+    for n in range(40):  # the same org, forty more allocations on other days
+        day = date(2027, 2, 1) + timedelta(days=2 * n)
+        AllocationFactory(pool=pool, organization=org, instance_count=1 + n % 3, starts_on=day, ends_on=day)
+    page = manager_client.get(url).text
+    assert page.count("<polygon") == few == 1
+    assert page.count('class="hover"') <= (pool.ends_on - pool.starts_on).days + 1  # at most a column a day
 
 
 def test_pool_timeline_stacks_the_largest_orgs_and_the_rest_from_the_ledger(manager_client, pool):
@@ -350,8 +368,9 @@ def test_pool_timeline_stacks_the_largest_orgs_and_the_rest_from_the_ledger(mana
     assert all(a.organization.name in page for a in big)
     assert all(a.organization.name not in page for a in small) and "3 other organizations" in page
     # The others' stack from the ledger, runs of equal days merged: 1 on Jan 1, 2 on Jan 2, then 3 to the 10th.
-    for run in ("2027-01-01 – 2027-01-01: 1", "2027-01-02 – 2027-01-02: 2", "2027-01-03 – 2027-01-10: 3"):
-        assert run in page, run
+    total = sum(a.instance_count for a in big)
+    for days, others in (("2027-01-01", 1), ("2027-01-02", 2), ("2027-01-03 – 2027-01-10", 3)):
+        assert re.search(rf"{days}: {total + others} allocated \([^)]*, 3 other organizations {others}\)", page), days
 
 
 def test_allocations_page_filters_and_revokes(manager_client, pool, org):

@@ -12,7 +12,8 @@ STALE_AFTER_SECONDS = 120
 
 
 def queue_states(now=None) -> dict[str, dict]:
-    """Per queue: "ok", "stale" or "unknown" (never seen), with the last heartbeat's age and its wait."""
+    """Per queue: "ok", "stale" or "unknown" (never seen), with the last heartbeat's age and its wait. No host
+    names: /healthz answers anyone (the worker's name stays in the admin, on the heartbeat row)."""
     now = now or timezone.now()
     rows = {row.queue: row for row in WorkerHeartbeat.objects.filter(queue__in=settings.WORKER_QUEUES)}
     states = {}
@@ -26,7 +27,6 @@ def queue_states(now=None) -> dict[str, dict]:
             "state": "ok" if age <= STALE_AFTER_SECONDS else "stale",
             "last_heartbeat_seconds_ago": round(age, 1),
             "heartbeat_waited_seconds": round(row.waited_seconds, 1),
-            "worker": row.worker,
         }
     return states
 
