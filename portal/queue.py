@@ -29,6 +29,9 @@ def send(task, *args, expires: float | None = None) -> bool:
     except BROKER_ERRORS as error:
         log.warning("could not send %s%r (%s); the reconciler will send it again", task.name, args, error)
         return False
+    except Exception:  # a broker that answers with an error (out of memory, read-only): the same, but unexpected
+        log.exception("could not send %s%r; the reconciler will send it again", task.name, args)
+        return False
     return True
 
 

@@ -144,11 +144,15 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
 elif CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
     # Above the longest task run and the longest retry backoff (600 s), else Redis redelivers. Short socket
     # timeouts: a request that publishes while Redis is unreachable gives up in seconds, not minutes.
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600, "socket_connect_timeout": 3, "socket_timeout": 5}
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600, "socket_connect_timeout": 2, "socket_timeout": 5}
 # Publishing happens after a request's transaction commits (portal.queue); when the broker is down it tries
-# three times within about a second, then leaves the work to the reconcilers (beat), never failing the request.
-CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.5, "interval_max": 0.5}
+# twice (a refused connection fails at once; a host that does not answer costs the connect timeout each time),
+# then leaves the work to the reconcilers (beat), never failing the request.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5, "interval_max": 0.5}
 CELERY_BROKER_CONNECTION_TIMEOUT = 3
+# Long cluster tasks acknowledge late: a worker takes one message per slot, so a heartbeat (or an email) never
+# waits behind messages another slot prefetched while it is busy for minutes.
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # Polls have their own queue (and, in docker-compose, their own worker): provisioning and email never wait
 # behind a poll cycle, and a slow cloud endpoint can hold up polls only.
 CELERY_TASK_ROUTES = {
@@ -173,7 +177,7 @@ CELERY_BEAT_SCHEDULE: dict = {
             "task": "workloads.operations.heartbeat",
             "schedule": 30.0,
             "args": [queue],
-            "options": {"queue": queue, "expires": 600},
+            "options": {"queue": queue, "expire_seconds": 600},  # django_celery_beat's name for `expires`
         }
         for queue in WORKER_QUEUES
     },
@@ -188,7 +192,9 @@ CELERY_BEAT_SCHEDULE: dict = {
 }
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Cluster work (workloads.clusters.reconcile): how long a provisioning or deletion task may run, how long
-# queued work may wait for a worker, and how late either may be before the reconciler sends it again.
+# queued work may wait for a worker, and how late either may be before the reconciler sends it again (a case
+# email is sent again after the wait plus the grace too). The time limit travels in each message, so the
+# process that sends a task sets it: give web, worker and beat the same value.
 CLUSTER_TASK_TIME_LIMIT = env_int("CLUSTER_TASK_TIME_LIMIT", 300)
 CLUSTER_QUEUE_WAIT = env_int("CLUSTER_QUEUE_WAIT", 120)
 RECONCILE_GRACE = env_int("RECONCILE_GRACE", 60)

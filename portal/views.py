@@ -48,29 +48,30 @@ def _queue_depths() -> dict[str, int | str]:
 def healthz(request):
     """Health for load balancers, docker-compose and operators.
 
-    200 when database and broker answer (503 otherwise): what the web process needs. `worker` says whether every
-    queue's heartbeat ran lately (workloads.operations); a dead worker does not make web unhealthy, but it is
-    said here, not hidden. `?deep=1` adds each queue's heartbeat, the messages waiting and the work the
-    reconcilers are catching up on, and answers 503 when a worker is stale or work is late.
+    503 only when the database does not answer: without it web can serve nothing. A broker that is down does not
+    stop web (requests still succeed and the reconcilers send their work later: portal.queue), so it answers 200
+    with `status: degraded` and says so, like a queue whose worker stopped (`worker`, from each queue's heartbeat:
+    workloads.operations). `?deep=1` is the operators' check: each queue's heartbeat, the messages waiting, beat's
+    last heartbeat sent and the work the reconcilers are catching up on — 503 when any of it is wrong.
     """
     from workloads.operations import health
 
     checks = {"database": _database_state(), "broker": _broker_state()}
-    healthy = all(state == "ok" for state in checks.values())
-    body: dict = {"status": "ok" if healthy else "down", **checks}
     if checks["database"] != "ok":
-        return JsonResponse(body, status=503)
+        return JsonResponse({"status": "down", **checks}, status=503)
     queues = health.queue_states()
-    body["worker"] = health.worker_state(queues)
+    body: dict = {"status": "ok", **checks, "worker": health.worker_state(queues)}
+    if checks["broker"] != "ok":
+        body["status"] = "degraded"
     if request.GET.get("deep") != "1":
-        return JsonResponse(body, status=200 if healthy else 503)
+        return JsonResponse(body, status=200)
     depths = _queue_depths() if checks["broker"] == "ok" else {}
     for queue, state in queues.items():
         state["waiting_messages"] = depths.get(queue, "unknown")
     backlog = health.backlog()
-    body.update(queues=queues, backlog=backlog)
+    body.update(queues=queues, beat=health.beat_state(), backlog=backlog)
     late = backlog["late_clusters"]["count"] or backlog["unsent_case_emails"]["count"]
-    if healthy and (body["worker"] != "ok" or late):
+    if body["worker"] != "ok" or body["beat"] != "ok" or late:
         body["status"] = "degraded"
     return JsonResponse(body, status=200 if body["status"] == "ok" else 503)
 

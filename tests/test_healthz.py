@@ -17,17 +17,20 @@ def test_healthz_is_200_when_database_and_broker_answer(client):
 
 
 @pytest.mark.django_db
-def test_healthz_is_503_when_the_broker_is_down(client, monkeypatch):
+def test_healthz_says_the_broker_is_down_but_web_stays_in_service(client, monkeypatch):
+    """Requests still succeed without the broker (portal.queue; the reconcilers send the work later), so a load
+    balancer must not take web out: 200, with the broker's state and `degraded`."""
     # Nothing listens on port 1: a real connection attempt fails. (Celery lets the environment's
     # CELERY_BROKER_URL override an app's broker argument, so CI's Redis URL must go first.)
     monkeypatch.delenv("CELERY_BROKER_URL", raising=False)
-    monkeypatch.setattr("portal.views.celery_app", Celery("down", broker="redis://127.0.0.1:1/0"))
+    monkeypatch.setattr("portal.views.celery_app", Celery("down", broker="redis://127.0.0.1:1/0", set_as_current=False))
     response = client.get("/healthz")
-    assert response.status_code == 503
+    assert response.status_code == 200
     body = response.json()
-    assert body["status"] == "down"
+    assert body["status"] == "degraded"
     assert body["database"] == "ok"
     assert body["broker"].startswith("down:")
+    assert client.get("/healthz?deep=1").status_code == 503
 
 
 @pytest.mark.django_db
@@ -59,8 +62,27 @@ def _heartbeats(seconds_ago: dict[str, float]) -> None:
 
 
 @pytest.mark.django_db
+def _beat_sent(seconds_ago: float) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+    from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+    every, _ = IntervalSchedule.objects.get_or_create(every=30, period=IntervalSchedule.SECONDS)
+    PeriodicTask.objects.update_or_create(
+        name="heartbeat-celery",
+        defaults={
+            "task": "workloads.operations.heartbeat",
+            "interval": every,
+            "last_run_at": timezone.now() - timedelta(seconds=seconds_ago),
+        },
+    )
+
+
+@pytest.mark.django_db
 def test_deep_health_is_200_when_every_queue_has_a_worker_and_nothing_is_late(client):
     _heartbeats({"celery": 10, "polls": 25})
+    _beat_sent(20)
     response = client.get("/healthz?deep=1")
     assert response.status_code == 200, response.json()
     body = response.json()
@@ -69,6 +91,16 @@ def test_deep_health_is_200_when_every_queue_has_a_worker_and_nothing_is_late(cl
     assert body["queues"]["polls"]["last_heartbeat_seconds_ago"] >= 25
     assert isinstance(body["queues"]["celery"]["waiting_messages"], int)
     assert body["backlog"] == {"late_clusters": {"count": 0, "oldest_seconds": 0}, "unsent_case_emails": {"count": 0}}
+    assert body["beat"] == "ok"
+
+
+@pytest.mark.django_db
+def test_deep_health_tells_beat_gone_quiet_from_a_worker_gone_quiet(client):
+    _heartbeats({"celery": 400, "polls": 400})
+    _beat_sent(400)
+    body = client.get("/healthz?deep=1").json()
+    assert body["worker"] == "stale: no heartbeat on celery, polls"
+    assert body["beat"] == "stale: last heartbeat sent 400 s ago"
 
 
 @pytest.mark.django_db
@@ -95,6 +127,7 @@ def test_late_work_fails_the_deep_check_with_its_count_and_age(client, org):
     from workloads.models import Cluster
 
     _heartbeats({"celery": 1, "polls": 1})
+    _beat_sent(1)
     cluster = ClusterFactory(organization=org, status=Cluster.Status.REQUESTED)
     Cluster.objects.filter(pk=cluster.pk).update(status_changed_at=timezone.now() - timedelta(minutes=10))
     deep = client.get("/healthz?deep=1")

@@ -155,20 +155,33 @@ def test_an_attempt_that_outlived_its_lease_counts_as_a_failed_attempt_and_the_l
     its worker leaves no error behind: the reconciler says so on the page, and does not resend forever."""
     cluster = create(org, allocation, actor)
     Cluster.objects.filter(pk=cluster.pk).update(
-        status=Cluster.Status.PROVISIONING, next_attempt_at=timezone.now() - timedelta(seconds=61), retries=2
+        status=Cluster.Status.PROVISIONING, running_until=timezone.now() - timedelta(seconds=61), retries=2
     )
     assert cluster_tasks.reconcile_clusters() == [cluster.pk]
     cluster.refresh_from_db()
-    assert cluster.retries == 3
+    assert (cluster.retries, cluster.running_until) == (3, None)
     assert cluster.last_error.startswith("The attempt did not finish within the task's time limit")
 
     Cluster.objects.filter(pk=cluster.pk).update(
-        next_attempt_at=timezone.now() - timedelta(seconds=61), retries=Cluster.MAX_RETRIES
+        running_until=timezone.now() - timedelta(seconds=61), retries=Cluster.MAX_RETRIES
     )
     assert cluster_tasks.reconcile_clusters() == []
     cluster.refresh_from_db()
     assert cluster.status == Cluster.Status.FAILED
     assert cluster.status_message.startswith("Gave up after repeated transient errors: The attempt did not finish")
+
+
+def test_work_that_never_started_is_sent_again_without_counting_however_long_the_workers_are_down(
+    org, allocation, actor, broker_down
+):
+    """Seen in review: counting every re-send would fail a cluster after half an hour of a worker outage."""
+    cluster = create(org, allocation, actor)
+    Cluster.objects.filter(pk=cluster.pk).update(status=Cluster.Status.PROVISIONING)
+    for _ in range(Cluster.MAX_RETRIES + 3):  # each minute's run finds the re-sent message never taken
+        Cluster.objects.filter(pk=cluster.pk).update(next_attempt_at=timezone.now() - timedelta(seconds=61))
+        assert cluster_tasks.reconcile_clusters() == [cluster.pk]
+    cluster.refresh_from_db()
+    assert (cluster.status, cluster.retries, cluster.last_error) == (Cluster.Status.PROVISIONING, 0, "")
 
 
 def test_a_requested_cluster_whose_message_was_lost_is_not_counted_as_a_failed_attempt(
@@ -347,7 +360,7 @@ class FlakyProvider:
     def create(self, spec):
         FlakyProvider.calls += 1
         FlakyProvider.seen.append(
-            Cluster.objects.values_list("last_error", "retries", "next_attempt_at").get(pk=self.cluster_id)
+            Cluster.objects.values_list("last_error", "retries", "running_until").get(pk=self.cluster_id)
         )
         if FlakyProvider.calls <= 2:
             raise TransientCloudError("Could not connect to the endpoint URL", code="EndpointConnectionError")
@@ -365,11 +378,31 @@ def test_a_transient_error_is_shown_with_the_retry_count_and_when_the_next_attem
     assert cluster_tasks.provision_cluster.apply(args=[cluster.pk]).get() == "created"
     first, second, third = FlakyProvider.seen
     assert first[:2] == ("", 0) and first[2] > before  # the running attempt's lease
-    assert second[:2] == ("Could not connect to the endpoint URL", 1)
+    assert second[:2] == ("Could not connect to the endpoint URL", 1) and second[2] > before
     assert third[:2] == ("Could not connect to the endpoint URL", 2)
     cluster.refresh_from_db()
-    assert (cluster.last_error, cluster.retries, cluster.next_attempt_at) == ("", 0, None)  # settled
+    assert (cluster.last_error, cluster.retries, cluster.next_attempt_at, cluster.running_until) == ("", 0, None, None)
     assert cluster.cloud_id == "arn:x"
+
+
+def test_failed_attempts_add_up_across_re_sent_copies_of_the_task(org, allocation, actor, monkeypatch):
+    """Each copy the reconciler sends starts Celery's own retry count at 0; the row's count is what gives up."""
+    cluster = create(org, allocation, actor)
+    Cluster.objects.filter(pk=cluster.pk).update(retries=Cluster.MAX_RETRIES - 1)
+    monkeypatch.setattr(provisioning, "provider_for", lambda c: ThrottledEverywhere())
+    ThrottledEverywhere.calls = 0
+    assert cluster_tasks.provision_cluster.apply(args=[cluster.pk]).get() == "failed"
+    assert ThrottledEverywhere.calls == 2  # the 8th failed attempt is retried once more, the 9th gives up
+    cluster.refresh_from_db()
+    assert cluster.status == Cluster.Status.FAILED
+
+
+class ThrottledEverywhere:
+    calls = 0
+
+    def create(self, spec):
+        ThrottledEverywhere.calls += 1
+        raise TransientCloudError("Rate exceeded", code="ThrottlingException")
 
 
 def test_the_page_and_the_api_say_the_last_error_and_the_next_retry(member_client, member_api, org):

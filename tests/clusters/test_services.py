@@ -392,11 +392,16 @@ def test_beat_fans_clusters_out_in_batches(org, monkeypatch):
     clusters = [ClusterFactory(organization=org, allocation__instance_count=500) for _ in range(3)]
     ClusterFactory(organization=org, status=Cluster.Status.DELETED)  # not polled
     monkeypatch.setattr(cluster_tasks, "POLL_BATCH_SIZE", 2)
-    batches = []
-    monkeypatch.setattr(cluster_tasks.poll_cluster_batch, "delay", batches.append)
+    sent = []
+    monkeypatch.setattr(
+        cluster_tasks.poll_cluster_batch, "apply_async", lambda args, **options: sent.append((args, options))
+    )
     assert cluster_tasks.poll_clusters() == 3
+    batches = [args[0] for args, _ in sent]
     assert sorted(sum(batches, [])) == sorted(c.pk for c in clusters)
     assert [len(b) for b in batches] == [2, 1]
+    # A batch not started within its 30 s claim expires: a later tick claims its clusters again.
+    assert {options["expires"] for _, options in sent} == {30}
 
 
 def test_a_cluster_polled_moments_ago_is_skipped_by_the_next_tick(running):

@@ -168,9 +168,13 @@ def statuses(clusters) -> list[str]:
 
 
 def test_a_worker_killed_mid_provision_leaves_nothing_stuck(
-    broker_env, black_hole, emulator_server, tmp_path, settings
+    broker_env, black_hole, emulator_server, tmp_path, settings, monkeypatch
 ):
     settings.RECONCILE_GRACE = 0  # this process runs the reconciler: send as soon as the killed lease ends
+    # The time limit travels in the message, set by the sender (this process), like web's CLUSTER_TASK_TIME_LIMIT.
+    monkeypatch.setattr(cluster_tasks.provision_cluster, "time_limit", TASK_TIME_LIMIT)
+    monkeypatch.setattr(cluster_tasks.provision_cluster, "soft_time_limit", TASK_TIME_LIMIT - 10)
+    monkeypatch.setattr(cluster_tasks.provision_cluster, "_exec_options", None)  # Celery caches them per task
     org = OrganizationFactory(slug="alpha")
     OrgCloudSettingsFactory(organization=org)
     allocation = ActiveAllocationFactory(

@@ -156,9 +156,9 @@ class Cluster(models.Model):
     status_changed_at = models.DateTimeField(_("status changed at"), auto_now_add=True)
     last_polled_at = models.DateTimeField(_("last polled at"), null=True, blank=True)
     # The worker's progress on provisioning or deletion, for the page and for the reconciler
-    # (workloads.clusters.reconcile): the last transient error, how many retries it has cost, and when
-    # the worker next acts — a retry's due time, or while a task runs, the time it must be done by.
-    # Past that time (plus a grace), nothing is known to be working on the cluster and its task is re-sent.
+    # (workloads.clusters.reconcile): the last transient error, how many attempts failed, when the next is
+    # due, and while one runs, the time limit it ends by. Past those (plus a grace) nothing is known to be
+    # working on the cluster and its task is sent again.
     last_error = models.CharField(
         _("last error"),
         max_length=500,
@@ -172,7 +172,13 @@ class Cluster(models.Model):
         _("next attempt at"),
         null=True,
         blank=True,
-        help_text=_("When the worker next acts on the cluster: a retry's due time, or when a running attempt ends."),
+        help_text=_("When the next attempt is due: a scheduled retry, or work queued for a worker."),
+    )
+    running_until = models.DateTimeField(
+        _("running until"),
+        null=True,
+        blank=True,
+        help_text=_("While an attempt runs: the time limit it finishes by (or its worker is gone)."),
     )
 
     objects = ClusterQuerySet.as_manager()

@@ -224,8 +224,11 @@ def apply_description(cluster: Cluster, description: ClusterDescription, *, node
         transition(cluster_id=cluster.pk, to=target, message=message)
 
 
+POLL_CLAIM_SECONDS = 30
+
+
 @transaction.atomic
-def claim_clusters_to_poll(*, stale_after_seconds: int = 30) -> list[int]:
+def claim_clusters_to_poll(*, stale_after_seconds: int = POLL_CLAIM_SECONDS) -> list[int]:
     """Clusters the cloud may have changed, claimed for one poll cycle: `last_polled_at` is set before the
     batches are sent, so a beat tick that comes while they run (or wait behind other work) finds nothing to
     queue again. A batch that dies leaves its clusters claimed for `stale_after_seconds`, no longer."""

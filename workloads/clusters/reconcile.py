@@ -4,8 +4,9 @@ A provisioning message can be lost between the committed row and the worker — 
 gives the message back only after its one-hour visibility timeout; the embedded filesystem broker never does),
 a broker that was down when the request committed. The row is the record of the work, so beat runs this every
 minute: a cluster still `requested`, or `provisioning` with nothing recorded from the cloud, whose worker is
-late — `next_attempt_at` (a retry's due time, or a running task's time limit) or, when nothing is scheduled,
-its last status change plus the time queued work may wait — by more than a grace, gets its task again.
+late — past `running_until` (a running attempt's time limit), `next_attempt_at` (a retry's due time) or, when
+neither is set, its last status change plus the time queued work may wait — by more than a grace, gets its task
+again.
 
 Safe because provisioning is idempotent: the cloud cluster has a deterministic name, so a re-sent task adopts
 the one an earlier run created (and records its cloud id) instead of making a second. Deletion needs nothing
@@ -24,7 +25,7 @@ from django.utils import timezone
 
 from workloads.clusters.lifecycle import record_text
 from workloads.clusters.models import Cluster
-from workloads.clusters.progress import TIMED_OUT
+from workloads.clusters.progress import TIMED_OUT, settled
 from workloads.clusters.provisioning import fail_after_retries
 
 Status = Cluster.Status
@@ -35,6 +36,7 @@ def late_clusters(now=None):
     now = now or timezone.now()
     waited = timedelta(seconds=settings.CLUSTER_QUEUE_WAIT)
     due = Coalesce(
+        "running_until",
         "next_attempt_at",
         ExpressionWrapper(F("status_changed_at") + waited, output_field=DateTimeField()),
     )
@@ -51,25 +53,25 @@ def claim_late_clusters(*, limit: int = 200) -> list[int]:
     """The late clusters' ids, each marked as expected again within the queue wait, so the next minute's run
     does not send it twice while the message waits. The caller (the beat task) sends their provisioning.
 
-    A cluster whose running attempt outlived its lease (the worker died, or the task hit its hard time limit on a
-    cloud endpoint that never answered) has that counted as a failed attempt, shown on its page; past the
-    task's retries it fails with the message, like a task that gave up. One that never started is not counted."""
+    A cluster whose running attempt outlived its lease (`running_until`: the worker died, or the task hit its
+    hard time limit on a cloud endpoint that never answered) has that counted as a failed attempt, shown on its
+    page; past the retries it fails with the message, like a task that gave up. Work that never started — a lost
+    message, a worker that was down, a queue backed up — is sent again without counting."""
     now = timezone.now()
     with transaction.atomic():
         late = list(
-            late_clusters(now)
-            .select_for_update(skip_locked=True)
-            .values_list("pk", "status", "next_attempt_at", "retries")[:limit]
+            late_clusters(now).select_for_update(skip_locked=True).values_list("pk", "running_until", "retries")[:limit]
         )
         resend = []
-        for cluster_id, status, next_attempt_at, retries in late:
-            if status == Status.PROVISIONING and next_attempt_at is not None:
+        for cluster_id, running_until, retries in late:
+            if running_until is not None:
                 if retries >= Cluster.MAX_RETRIES:
+                    settled(cluster_id)
                     fail_after_retries(cluster_id, record_text(TIMED_OUT))
                     continue
                 Cluster.objects.filter(pk=cluster_id).update(last_error=record_text(TIMED_OUT), retries=retries + 1)
             resend.append(cluster_id)
         Cluster.objects.filter(pk__in=resend).update(
-            next_attempt_at=now + timedelta(seconds=settings.CLUSTER_QUEUE_WAIT)
+            running_until=None, next_attempt_at=now + timedelta(seconds=settings.CLUSTER_QUEUE_WAIT)
         )
     return resend

@@ -45,6 +45,7 @@ class ClusterSerializer(api.ModelSerializer):
             "last_error",
             "retries",
             "next_attempt_at",
+            "running_until",
             "created_at",
             "status_changed_at",
             "last_polled_at",

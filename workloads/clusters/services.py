@@ -195,6 +195,7 @@ def retry_cluster(*, cluster: Cluster, actor) -> Cluster:
         last_error="",
         retries=0,
         next_attempt_at=None,
+        running_until=None,
     ):
         raise ValidationError(_("The cluster changed meanwhile: reload the page."))
     queue.send_on_commit(tasks.delete_cloud_cluster, cluster.pk, old_name)

@@ -4,7 +4,7 @@ Provisioning and deletion are idempotent (deterministic cloud names, compare-and
 they use acks_late: a worker killed mid-task gets the message redelivered and the rerun is safe.
 Transient cloud errors (throttling, 5xx, timeouts) are retried with exponential backoff and jitter,
 kept well below the Redis visibility timeout (1 h); permanent ones land on the cluster's status.
-Each attempt, retry and outcome is written on the cluster (`last_error`, `retries`, `next_attempt_at`):
+Each attempt, retry and outcome is written on the cluster (`last_error`, `retries`, `next_attempt_at`, `running_until`):
 the page shows it, and the reconciler (beat, every minute) sends again what nothing is working on.
 """
 
@@ -32,8 +32,8 @@ NAMES = "workloads.cluster_tasks."
 POLL_BATCH_SIZE = 50
 MAX_RETRIES = Cluster.MAX_RETRIES
 MAX_BACKOFF_SECONDS = 600
-# A poll batch gives up its slot within its claim (provisioning.claim_clusters_to_poll, 30 s); what it did
-# not reach is polled at the next tick.
+# A poll batch starts within its claim (provisioning.claim_clusters_to_poll, 30 s) or expires, and gives up
+# its slot within the next 30 s; what it did not reach is polled at a later tick.
 POLL_SOFT_LIMIT, POLL_HARD_LIMIT = 25, 30
 # Provisioning and deletion: past the soft limit a hanging cloud call is given up and retried like any
 # transient error; the hard limit is the lease the reconciler waits out before sending the task again.
@@ -50,7 +50,7 @@ def _cluster_task(**options):
     return shared_task(
         bind=True,
         acks_late=True,
-        max_retries=MAX_RETRIES,
+        max_retries=None,  # _run counts the failed attempts on the cluster row and gives up after MAX_RETRIES
         soft_time_limit=TASK_SOFT_LIMIT,
         time_limit=TASK_HARD_LIMIT,
         **options,
@@ -58,7 +58,8 @@ def _cluster_task(**options):
 
 
 def _run(task, cluster_id: int, work, on_give_up):
-    """Run one attempt of `work`; a transient failure is recorded on the cluster and retried with backoff."""
+    """Run one attempt of `work`; a transient failure is recorded on the cluster and retried with backoff, until
+    the cluster has failed MAX_RETRIES attempts (counted on the row, so re-sent copies of the task add up)."""
     # The lease is the hard limit this message carries (set by whoever sent it), else this worker's.
     hard_limit = (task.request.timelimit or (None, None))[0] or TASK_HARD_LIMIT
     progress.started(cluster_id, within=hard_limit)
@@ -66,11 +67,10 @@ def _run(task, cluster_id: int, work, on_give_up):
         outcome = work()
     except (TransientCloudError, SoftTimeLimitExceeded) as error:
         message = getattr(error, "message", "") or record_text(progress.TIMED_OUT)
-        if task.request.retries >= task.max_retries:
+        countdown = backoff(task.request.retries)
+        if progress.retrying(cluster_id, error=message, countdown=countdown) > MAX_RETRIES:
             progress.settled(cluster_id)
             return on_give_up(message)
-        countdown = backoff(task.request.retries)
-        progress.retrying(cluster_id, error=message, retries=task.request.retries + 1, countdown=countdown)
         raise task.retry(exc=error, countdown=countdown) from error
     progress.settled(cluster_id)
     return outcome
@@ -115,7 +115,9 @@ def poll_clusters() -> int:
     cluster). The claim keeps the next tick from queueing the same clusters while these batches run."""
     ids = provisioning.claim_clusters_to_poll()
     for start in range(0, len(ids), POLL_BATCH_SIZE):
-        poll_cluster_batch.delay(ids[start : start + POLL_BATCH_SIZE])
+        # A batch not started within its claim is dropped: its clusters are claimed again by a later tick, so
+        # at most one batch per cluster is ever queued or running.
+        poll_cluster_batch.apply_async((ids[start : start + POLL_BATCH_SIZE],), expires=provisioning.POLL_CLAIM_SECONDS)
     return len(ids)
 
 

@@ -42,6 +42,23 @@ def worker_state(states: dict[str, dict]) -> str:
     return "unknown: no heartbeat yet"
 
 
+BEAT_STALE_AFTER_SECONDS = 300  # django_celery_beat writes its last send time every few minutes, not each tick
+
+
+def beat_state(now=None) -> str:
+    """Whether beat is sending: when it last sent a heartbeat, as its scheduler recorded. A queue gone quiet with
+    beat quiet too is beat's fault, not the workers'."""
+    from django_celery_beat.models import PeriodicTask
+
+    now = now or timezone.now()
+    sent = PeriodicTask.objects.filter(name__startswith="heartbeat-").exclude(last_run_at=None)
+    last = sent.order_by("-last_run_at").values_list("last_run_at", flat=True).first()
+    if last is None:
+        return "unknown: no heartbeat sent yet"
+    age = (now - last).total_seconds()
+    return "ok" if age <= BEAT_STALE_AFTER_SECONDS else f"stale: last heartbeat sent {round(age)} s ago"
+
+
 def backlog(now=None) -> dict[str, dict]:
     """Work the portal is waiting on, oldest first: clusters no worker is known to be provisioning and case
     emails not sent (both are sent again by the reconcilers), and queued messages in the broker."""
