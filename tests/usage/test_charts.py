@@ -34,3 +34,20 @@ def test_todays_bar_is_averaged_over_the_hours_so_far():
     chart = charts.daily_bars(days, {days[0]: figures(12, 24), days[1]: figures(12, 6)}, first=first, as_of=as_of)
     assert chart["bars"][0]["allocated_y"] == chart["bars"][1]["allocated_y"]
     assert chart["bars"][0]["running_h"] == chart["bars"][1]["running_h"] > 0
+
+
+def test_the_pool_timelines_running_line_averages_today_over_the_hours_so_far(p5, org_a):
+    """At 06:00 with 4 instances running since midnight, today reads 4, not the 1 a whole day's average gives."""
+    from django.utils import timezone
+
+    from workloads.models import UsageDay
+    from workloads.usage.reports import pool_running
+
+    day = date(2027, 3, 9)
+    for d, hours in ((day - timedelta(days=1), 24), (day, 6)):
+        UsageDay.objects.create(
+            organization=org_a, pool=p5, day=d, running_microseconds=4 * hours * MICROSECONDS_PER_HOUR,
+            computed_at=timezone.now(),
+        )  # fmt: skip
+    running = pool_running(p5, first=day - timedelta(days=1), last=day, now=jst(2027, 3, 9, 6))
+    assert running == {day - timedelta(days=1): 4, day: 4}

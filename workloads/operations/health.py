@@ -46,16 +46,24 @@ BEAT_STALE_AFTER_SECONDS = 300  # django_celery_beat writes its last send time e
 
 
 def beat_state(now=None) -> str:
-    """Whether beat is sending: when it last sent a heartbeat, as its scheduler recorded. A queue gone quiet with
-    beat quiet too is beat's fault, not the workers'."""
+    """Whether beat is sending: when it last sent a heartbeat — as a worker received it, or when workers are quiet
+    too, as beat's scheduler recorded it (django_celery_beat writes that every few minutes). A queue gone quiet
+    with beat quiet too is beat's fault, not the workers'."""
     from django_celery_beat.models import PeriodicTask
 
     now = now or timezone.now()
-    sent = PeriodicTask.objects.filter(name__startswith="heartbeat-").exclude(last_run_at=None)
-    last = sent.order_by("-last_run_at").values_list("last_run_at", flat=True).first()
-    if last is None:
+    received = WorkerHeartbeat.objects.order_by("-sent_at").values_list("sent_at", flat=True).first()
+    recorded = (
+        PeriodicTask.objects.filter(name__startswith="heartbeat-")
+        .exclude(last_run_at=None)
+        .order_by("-last_run_at")
+        .values_list("last_run_at", flat=True)
+        .first()
+    )
+    sent = [moment for moment in (received, recorded) if moment is not None]
+    if not sent:
         return "unknown: no heartbeat sent yet"
-    age = (now - last).total_seconds()
+    age = (now - max(sent)).total_seconds()
     return "ok" if age <= BEAT_STALE_AFTER_SECONDS else f"stale: last heartbeat sent {round(age)} s ago"
 
 

@@ -16,7 +16,6 @@ from django.utils import timezone
 from portal.periods import day_start
 from tenants.models import Allocation, CapacityPool, Organization, Program
 from workloads.usage.definitions import (
-    MICROSECONDS_PER_HOUR,
     ONE_DAY,
     allocated_microseconds,
     allocation_span,
@@ -417,15 +416,23 @@ def org_utilization(organization_ids: set[int], *, first: date, last: date) -> d
     return {org_id: totals[(org_id,)].utilization if (org_id,) in totals else None for org_id in organization_ids}
 
 
-def pool_running(pool: CapacityPool, *, first: date, last: date) -> dict[date, Decimal]:
-    """Average instances running in the pool each day (running instance-time ÷ the day's length)."""
+def pool_running(pool: CapacityPool, *, first: date, last: date, now: datetime | None = None) -> dict[date, Decimal]:
+    """Average instances running in the pool each day (running instance-time ÷ the day's length; today's so far
+    ÷ the part of today gone by, so the line does not drop at the right edge as if everything had stopped)."""
+    now = now or timezone.now()
     rows = (
         UsageDay.objects.filter(pool=pool, day__gte=first, day__lte=last)
         .values("day")
         .annotate(running=Sum("running_microseconds"))
         .values_list("day", "running")
     )
-    return {day: Decimal(running) / (24 * MICROSECONDS_PER_HOUR) for day, running in rows}
+    averages = {}
+    for day, running in rows:
+        elapsed = min(now - day_start(day), timedelta(days=1))
+        if elapsed <= timedelta(0):
+            continue
+        averages[day] = Decimal(running) / Decimal(elapsed // timedelta(microseconds=1))
+    return averages
 
 
 class Reader:
