@@ -17,7 +17,7 @@ from bench._django import median_get, setup
 
 SIZES = (1_000, 10_000, 50_000)
 ORGS = 2_000
-REPEAT = 3
+REPEAT = 5
 
 
 def build(size: int, rng: random.Random, orgs, pools, user) -> None:

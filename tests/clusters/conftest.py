@@ -1,5 +1,6 @@
 import copy
 import socket
+from dataclasses import dataclass
 
 import pytest
 import requests
@@ -10,7 +11,13 @@ from moto.sagemaker.models import sagemaker_backends
 from portal.cloud import AccountAccess, clear_session_cache, session_for
 from portal.cloud.lifecycle import SAMPLE_ON_CREATE, seed_lifecycle_scripts
 from tests.cloud.conftest import aws  # noqa: F401  (re-exported fixture: moto in process)
-from tests.factories import ActiveAllocationFactory, MembershipFactory, OrgCloudSettingsFactory, instance_type
+from tests.factories import (
+    ActiveAllocationFactory,
+    MembershipFactory,
+    OrganizationFactory,
+    OrgCloudSettingsFactory,
+    instance_type,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -98,3 +105,24 @@ def emulator_server(monkeypatch, settings):
     clear_session_cache()
     requests.post(f"{url}/moto-api/reset", timeout=10)
     server.stop()
+
+
+@dataclass
+class CloudOrg:
+    org: object
+    allocation: object
+    actor: object
+    emulator: Emulator
+
+
+def cloud_org() -> CloudOrg:
+    """An org ready to provision in the emulator (moto server or in-process): cloud settings, an active
+    allocation of 8 × p5.48xlarge, a member to act, and lifecycle scripts in its S3 location."""
+    org = OrganizationFactory(slug="alpha")
+    OrgCloudSettingsFactory(organization=org)
+    allocation = ActiveAllocationFactory(
+        organization=org, instance_count=8, pool__instance_type=instance_type("p5.48xlarge")
+    )
+    actor = MembershipFactory(organization=org).user
+    seed_scripts(org)
+    return CloudOrg(org, allocation, actor, Emulator(org.aws_account_id))

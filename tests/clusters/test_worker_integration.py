@@ -12,9 +12,7 @@ from django.db import OperationalError, transaction
 from moto.sagemaker import models as sagemaker_models
 
 from portal.celery import app
-from tests.clusters.conftest import Emulator, seed_scripts
-from tests.factories import ActiveAllocationFactory, MembershipFactory, OrganizationFactory, OrgCloudSettingsFactory
-from tests.factories import instance_type as catalog_type
+from tests.clusters.conftest import cloud_org
 from workloads.clusters import tasks as cluster_tasks
 from workloads.clusters.services import GroupRequest, create_cluster, request_delete
 from workloads.models import Cluster, HealthEvent
@@ -86,14 +84,8 @@ def poll_now(cluster) -> None:
 
 
 def test_requested_to_in_service_degraded_recovered_and_deleted_through_a_real_worker(worker, monkeypatch):
-    org = OrganizationFactory(slug="alpha")
-    OrgCloudSettingsFactory(organization=org)
-    allocation = ActiveAllocationFactory(
-        organization=org, instance_count=8, pool__instance_type=catalog_type("p5.48xlarge")
-    )
-    actor = MembershipFactory(organization=org).user
-    seed_scripts(org)
-    emulator = Emulator(org.aws_account_id)
+    ready = cloud_org()
+    org, allocation, actor, emulator = ready.org, ready.allocation, ready.actor, ready.emulator
 
     # The real service takes minutes in Creating; the emulator is InService at once unless told otherwise.
     real_init = sagemaker_models.Cluster.__init__

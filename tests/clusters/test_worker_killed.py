@@ -21,10 +21,8 @@ from django.conf import settings as django_settings
 from django.db import connection, transaction
 
 from portal.celery import app
-from tests.clusters.conftest import Emulator, seed_scripts
+from tests.clusters.conftest import cloud_org
 from tests.clusters.test_worker_integration import wait_for
-from tests.factories import ActiveAllocationFactory, MembershipFactory, OrganizationFactory, OrgCloudSettingsFactory
-from tests.factories import instance_type as catalog_type
 from workloads.clusters import tasks as cluster_tasks
 from workloads.clusters.services import GroupRequest, create_cluster
 from workloads.models import Cluster
@@ -175,14 +173,8 @@ def test_a_worker_killed_mid_provision_leaves_nothing_stuck(
     monkeypatch.setattr(cluster_tasks.provision_cluster, "time_limit", TASK_TIME_LIMIT)
     monkeypatch.setattr(cluster_tasks.provision_cluster, "soft_time_limit", TASK_TIME_LIMIT - 10)
     monkeypatch.setattr(cluster_tasks.provision_cluster, "_exec_options", None)  # Celery caches them per task
-    org = OrganizationFactory(slug="alpha")
-    OrgCloudSettingsFactory(organization=org)
-    allocation = ActiveAllocationFactory(
-        organization=org, instance_count=8, pool__instance_type=catalog_type("p5.48xlarge")
-    )
-    actor = MembershipFactory(organization=org).user
-    seed_scripts(org)
-    emulator = Emulator(org.aws_account_id)
+    ready = cloud_org()
+    org, allocation, actor, emulator = ready.org, ready.allocation, ready.actor, ready.emulator
 
     hanging = Worker("hanging", worker_env(broker_env, black_hole), tmp_path / "hanging.log")
     replacement = None
