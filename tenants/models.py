@@ -16,7 +16,7 @@ from django.utils.text import capfirst
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
-from tenants.capacity.estimate import MAX_INSTANCES, MAX_PARAMETERS, MAX_TOKENS
+from tenants.capacity.estimate import MAX_INSTANCES, MAX_PARAMETERS, MAX_TOKENS, PARAMETER_COUNT, TOKEN_COUNT
 
 AWS_ACCOUNT_ID = RegexValidator(r"^\d{12}$", _("An AWS account id is exactly 12 digits."))
 IAM_ROLE_ARN = RegexValidator(
@@ -333,10 +333,10 @@ class CapacityRequest(models.Model):
     justification = models.TextField(_("justification"), max_length=FREE_TEXT_MAX)
     # The optional training plan behind the request; the estimate is computed from it.
     parameter_count = models.BigIntegerField(
-        _("parameters"), null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(MAX_PARAMETERS)]
+        _("parameters"), null=True, blank=True, validators=[PARAMETER_COUNT, MaxValueValidator(MAX_PARAMETERS)]
     )
     training_tokens = models.BigIntegerField(
-        _("training tokens"), null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(MAX_TOKENS)]
+        _("training tokens"), null=True, blank=True, validators=[TOKEN_COUNT, MaxValueValidator(MAX_TOKENS)]
     )
     framework = models.CharField(_("framework"), max_length=32, choices=Framework.choices, blank=True)
     expected_mfu = models.DecimalField(

@@ -12,6 +12,10 @@ from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 
+from django.core.exceptions import ValidationError
+from django.utils.deconstruct import deconstructible
+from django.utils.translation import gettext_lazy as _
+
 FLOPS_PER_PARAMETER_TOKEN = 6
 COMPUTE_OPTIMAL_TOKENS_PER_PARAMETER = 20
 TRAINING_STATE_BYTES_PER_PARAMETER = 16
@@ -21,6 +25,43 @@ GIB = 2**30
 MAX_PARAMETERS = 10**14  # 100 trillion
 MAX_TOKENS = 10**16  # 10 quadrillion
 MAX_INSTANCES = 100_000
+# A model (or a training run) under a million parameters (tokens) is not what this program funds; a count that
+# small is almost always billions typed as a plain number ("parameter_count": 70 for a 70B model).
+MIN_COUNT = 10**6
+
+
+@deconstructible
+class CountInUnits:
+    """At least a million parameters or tokens, saying the unit and the likely intended value when below."""
+
+    MESSAGES = {
+        "parameters": (
+            _("At least 1,000,000 parameters: the count is in parameters, not billions. Did you mean %(suggestion)s?"),
+            _("At least 1,000,000 parameters."),
+        ),
+        "tokens": (
+            _("At least 1,000,000 tokens: the count is in tokens, not billions. Did you mean %(suggestion)s?"),
+            _("At least 1,000,000 tokens."),
+        ),
+    }
+
+    def __init__(self, unit: str) -> None:
+        self.unit = unit
+
+    def __call__(self, value) -> None:
+        if value is None or value >= MIN_COUNT:
+            return
+        with_suggestion, plain = self.MESSAGES[self.unit]
+        if value > 0:
+            raise ValidationError(with_suggestion, code="min_value", params={"suggestion": f"{value * 10**9:,}"})
+        raise ValidationError(plain, code="min_value")
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, CountInUnits) and other.unit == self.unit
+
+
+PARAMETER_COUNT = CountInUnits("parameters")
+TOKEN_COUNT = CountInUnits("tokens")
 
 
 @dataclass(frozen=True)

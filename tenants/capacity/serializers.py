@@ -12,7 +12,7 @@ from rest_framework import serializers
 
 from portal import serializers as api
 from tenants.access import visible_organizations
-from tenants.capacity.estimate import MAX_INSTANCES, MAX_PARAMETERS, MAX_TOKENS
+from tenants.capacity.estimate import MAX_INSTANCES, MAX_PARAMETERS, MAX_TOKENS, PARAMETER_COUNT, TOKEN_COUNT
 from tenants.capacity.pools import catalog_prices, request_estimate
 from tenants.models import (
     FREE_TEXT_MAX,
@@ -79,11 +79,13 @@ class EstimateSerializer(api.Serializer):
     """Inputs of the compute estimate; the response is the Estimate's fields."""
 
     parameters = serializers.IntegerField(
-        min_value=1, max_value=MAX_PARAMETERS, help_text="Model parameters, e.g. 7000000000."
+        max_value=MAX_PARAMETERS,
+        validators=[PARAMETER_COUNT],
+        help_text="Model parameters (not billions), at least 1,000,000, e.g. 7000000000.",
     )
     tokens = serializers.IntegerField(
-        min_value=1,
         max_value=MAX_TOKENS,
+        validators=[TOKEN_COUNT],
         required=False,
         allow_null=True,
         help_text="Training tokens; blank = 20 × parameters.",

@@ -254,3 +254,37 @@ def test_pools_window_outside_the_pool_has_nothing_free(member_api, pool):
 def test_tenant_approving_own_request_with_a_bad_body_is_403(member_api, org, pool):
     mine = CapacityRequestFactory(pool=pool, organization=org)
     assert member_api.post(f"/api/v1/capacity-requests/{mine.id}/approve/", {"instance_count": -1}).status_code == 403
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        (
+            "parameter_count",
+            70,
+            "At least 1,000,000 parameters: the count is in parameters, not billions. Did you mean 70,000,000,000?",
+        ),
+        (
+            "training_tokens",
+            2000,
+            "At least 1,000,000 tokens: the count is in tokens, not billions. Did you mean 2,000,000,000,000?",
+        ),
+        ("parameter_count", 0, "At least 1,000,000 parameters."),
+    ],
+)
+def test_a_count_given_in_billions_is_400_saying_the_unit(member_api, pool, field, value, message):
+    """Seen: "parameter_count": 70 (a script writer thinking in billions, as the web form does) was accepted and
+    estimated 0.00 USD. The estimate endpoint names them parameters and tokens, with the same rule."""
+    response = member_api.post("/api/v1/capacity-requests/", {**BODY, field: value}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {field: [message]}
+    assert not CapacityRequest.objects.exists()
+    estimate_field = {"parameter_count": "parameters", "training_tokens": "tokens"}[field]
+    body = {
+        "parameters": 10**9, "instance_type": "p5.48xlarge", "region": "us-east-1", "instance_count": 1,
+        "starts_on": "2027-01-01", "ends_on": "2027-01-31", estimate_field: value,
+    }  # fmt: skip
+    response = member_api.post("/api/v1/estimate/", body, format="json")
+    assert response.status_code == 400
+    assert response.json() == {estimate_field: [message]}
+    assert member_api.post("/api/v1/capacity-requests/", {**BODY, field: 10**6}, format="json").status_code == 201

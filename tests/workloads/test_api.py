@@ -388,3 +388,14 @@ def test_api_lists_run_a_fixed_number_of_queries(manager_api, url):
     with CaptureQueriesContext(connection) as large:
         manager_api.get(url)
     assert len(large) == len(small)
+
+
+def test_a_workload_with_its_size_in_billions_is_400_saying_the_unit(member_api):
+    response = member_api.post("/api/v1/workloads/", body(parameter_count=13), format="json")
+    assert response.status_code == 400
+    assert response.json()["parameter_count"] == [
+        "At least 1,000,000 parameters: the count is in parameters, not billions. Did you mean 13,000,000,000?"
+    ]
+    response = member_api.post("/api/v1/workloads/", body(target_tokens=300), format="json")
+    assert response.status_code == 400
+    assert "Did you mean 300,000,000,000?" in response.json()["target_tokens"][0]

@@ -77,8 +77,8 @@ def test_a_tenant_cannot_write_another_orgs_workload(outsider, workload, org):
 @pytest.mark.parametrize(
     ("change", "field", "message"),
     [
-        ({"parameter_count": -5}, "parameter_count", "greater than or equal to 1"),
-        ({"target_tokens": 0}, "target_tokens", "greater than or equal to 1"),
+        ({"parameter_count": -5}, "parameter_count", "At least 1,000,000 parameters."),
+        ({"target_tokens": 0}, "target_tokens", "At least 1,000,000 tokens."),
         ({"tensor_parallel": 0}, "tensor_parallel", "greater than or equal to 1"),
         ({"framework": "tensorflow"}, "framework", "not a valid choice"),
         ({"phase": "vibes"}, "phase", "not a valid choice"),

@@ -14,13 +14,13 @@ from django.utils.formats import number_format
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
-from tenants.capacity.estimate import MAX_PARAMETERS, MAX_TOKENS
+from tenants.capacity.estimate import MAX_PARAMETERS, MAX_TOKENS, PARAMETER_COUNT, TOKEN_COUNT
 from tenants.models import FREE_TEXT_MAX, Allocation, Framework, Organization, TenantQuerySet
 
 MAX_PARALLEL_DEGREE = 65_536  # per dimension; a 100,000-GPU run is about 2^17 accelerators in all
 TOO_MANY_PARAMETERS = _("At most 100 trillion parameters.")
 TOO_MANY_TOKENS = _("At most 10 quadrillion tokens.")
-PARAMETERS = [MinValueValidator(1), MaxValueValidator(MAX_PARAMETERS, TOO_MANY_PARAMETERS)]
+PARAMETERS = [PARAMETER_COUNT, MaxValueValidator(MAX_PARAMETERS, TOO_MANY_PARAMETERS)]
 DEGREE = [MinValueValidator(1), MaxValueValidator(MAX_PARALLEL_DEGREE)]
 
 
@@ -84,7 +84,7 @@ class Workload(models.Model):
         _("target tokens"),
         null=True,
         blank=True,
-        validators=[MinValueValidator(1), MaxValueValidator(MAX_TOKENS, TOO_MANY_TOKENS)],
+        validators=[TOKEN_COUNT, MaxValueValidator(MAX_TOKENS, TOO_MANY_TOKENS)],
     )
     framework = models.CharField(_("framework"), max_length=32, choices=Framework.choices)
     tensor_parallel = models.PositiveIntegerField(_("tensor parallel degree"), default=1, validators=DEGREE)
