@@ -6,7 +6,7 @@ from decimal import Decimal
 
 from django.apps import apps
 from django.conf import settings
-from django.core.exceptions import FieldDoesNotExist
+from django.core.exceptions import FieldDoesNotExist, ObjectDoesNotExist
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import F, Q
@@ -396,6 +396,28 @@ class CapacityRequest(models.Model):
     @property
     def is_open(self) -> bool:
         return self.status in (self.Status.DRAFT, self.Status.SUBMITTED)
+
+    @property
+    def granted(self) -> Allocation | None:
+        """The allocation the decision made, None before a grant (select_related("allocation") in lists; a request
+        not approved is not looked up at all, so the review queue's cards cost no query)."""
+        if self.status not in (self.Status.APPROVED, self.Status.PARTIALLY_APPROVED):
+            return None
+        try:
+            return self.allocation
+        except ObjectDoesNotExist:
+            return None
+
+    @property
+    def granted_count(self) -> int | None:
+        """Instances the decision granted, None before a grant. After a partial approval it is less than asked:
+        pages show both, and the estimate is made on what was granted."""
+        return self.granted.instance_count if self.granted else None
+
+    @property
+    def trimmed(self) -> bool:
+        """Granted fewer instances than asked."""
+        return self.granted_count is not None and self.granted_count != self.instance_count
 
 
 class AllocationQuerySet(TenantQuerySet):

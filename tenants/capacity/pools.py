@@ -165,20 +165,22 @@ def catalog_prices() -> dict[tuple[int, str], Decimal]:
 
 
 def request_estimate(capacity_request: CapacityRequest, *, prices: dict | None = None) -> Estimate | None:
-    """The estimate for a request's training plan, or None when it states no parameter count.
+    """The estimate for a request's training plan, or None when it states no parameter count: on what was granted
+    once a decision made an allocation (a trimmed grant changes the time to train), else on what was asked.
     Pass `prices` (catalog_prices()) when estimating many requests."""
     if not capacity_request.parameter_count:
         return None
     pool = capacity_request.pool
+    granted = capacity_request.granted or capacity_request
     return estimate_for(
         instance_type=pool.instance_type,
         region=pool.region,
         program=pool.program,
         parameters=capacity_request.parameter_count,
         tokens=capacity_request.training_tokens,
-        instance_count=capacity_request.instance_count,
-        starts_on=capacity_request.starts_on,
-        ends_on=capacity_request.ends_on,
+        instance_count=granted.instance_count,
+        starts_on=granted.starts_on,
+        ends_on=granted.ends_on,
         mfu=capacity_request.expected_mfu,
         prices=prices,
     )

@@ -158,6 +158,13 @@ class CapacityRequestSerializer(api.ModelSerializer):
     created_by = api.SlugRelatedField(slug_field="username", read_only=True)
     decided_by = api.SlugRelatedField(slug_field="username", read_only=True)
     allocation = serializers.PrimaryKeyRelatedField(read_only=True)
+    granted_instance_count = serializers.IntegerField(
+        source="granted_count",
+        read_only=True,
+        allow_null=True,
+        help_text="Instances the decision granted (its allocation's); less than instance_count after a partial "
+        "approval, null before a grant. The estimate is on what was granted.",
+    )
     estimate = serializers.SerializerMethodField()
 
     class Meta:
@@ -166,7 +173,7 @@ class CapacityRequestSerializer(api.ModelSerializer):
             "id", "organization", "kind", "base_allocation", "instance_type", "region", "instance_count",
             "starts_on", "ends_on", "justification", "parameter_count", "training_tokens", "framework",
             "expected_mfu", "submit", "status", "created_by", "created_at", "submitted_at", "decided_by",
-            "decided_at", "decision_comment", "allocation", "estimate",
+            "decided_at", "decision_comment", "allocation", "granted_instance_count", "estimate",
         ]  # fmt: skip
         read_only_fields = [
             "status", "created_at", "submitted_at", "decided_at", "decision_comment",

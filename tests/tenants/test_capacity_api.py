@@ -288,3 +288,27 @@ def test_a_count_given_in_billions_is_400_saying_the_unit(member_api, pool, fiel
     assert response.status_code == 400
     assert response.json() == {estimate_field: [message]}
     assert member_api.post("/api/v1/capacity-requests/", {**BODY, field: 10**6}, format="json").status_code == 201
+
+
+def test_after_a_partial_approval_the_tenant_sees_requested_and_granted_and_the_estimate_on_the_grant(
+    manager_api, member_api, member_client, org, pool
+):
+    """Seen: 2 of 16 granted, and the tenant's list and detail still showed 16 and the 16-instance estimate."""
+    request = CapacityRequestFactory(
+        pool=pool, organization=org, instance_count=16, parameter_count=7 * 10**9, training_tokens=10**12
+    )
+    asked = member_api.get(f"/api/v1/capacity-requests/{request.id}/").json()
+    assert asked["granted_instance_count"] is None
+    manager_api.post(f"/api/v1/capacity-requests/{request.id}/approve/", {"instance_count": 2}, format="json")
+    granted = member_api.get(f"/api/v1/capacity-requests/{request.id}/").json()
+    assert (granted["instance_count"], granted["granted_instance_count"]) == (16, 2)
+    # Same plan on an eighth of the instances: eight times the days to train, and its window cost an eighth.
+    assert granted["estimate"]["instance_count"] == 2
+    assert granted["estimate"]["days_needed"] == pytest.approx(8 * asked["estimate"]["days_needed"], rel=0.01)
+    assert float(granted["estimate"]["window_cost_usd"]) == pytest.approx(
+        float(asked["estimate"]["window_cost_usd"]) / 8, rel=0.01
+    )
+    page = member_client.get(f"/orgs/{org.slug}/capacity/requests/{request.id}/").text
+    assert "2 granted of 16 requested" in page and "the estimate below is for what was granted" in page
+    listing = member_client.get(f"/orgs/{org.slug}/capacity/").text
+    assert "2 of 16" in listing
