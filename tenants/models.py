@@ -399,8 +399,7 @@ class CapacityRequest(models.Model):
 
     @property
     def granted(self) -> Allocation | None:
-        """The allocation the decision made, None before a grant (select_related("allocation") in lists; a request
-        not approved is not looked up at all, so the review queue's cards cost no query)."""
+        """The allocation the decision made, None before a grant (a request not approved costs no query)."""
         if self.status not in (self.Status.APPROVED, self.Status.PARTIALLY_APPROVED):
             return None
         try:
@@ -413,11 +412,6 @@ class CapacityRequest(models.Model):
         """Instances the decision granted, None before a grant. After a partial approval it is less than asked:
         pages show both, and the estimate is made on what was granted."""
         return self.granted.instance_count if self.granted else None
-
-    @property
-    def trimmed(self) -> bool:
-        """Granted fewer instances than asked."""
-        return self.granted_count is not None and self.granted_count != self.instance_count
 
 
 class AllocationQuerySet(TenantQuerySet):
