@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.db.models import Count, Min
 from django.utils import timezone
 
 from workloads.operations.models import WorkerHeartbeat
@@ -71,14 +72,14 @@ def backlog(now=None) -> dict[str, dict]:
     """Work the portal is waiting on, oldest first: clusters no worker is known to be provisioning and case
     emails not sent (both are sent again by the reconcilers), and queued messages in the broker."""
     from workloads.clusters.reconcile import late_clusters
-    from workloads.support.notifications import unnotified_event_ids
+    from workloads.support.notifications import unnotified_events
 
     now = now or timezone.now()
-    late = list(late_clusters(now).values_list("status_changed_at", flat=True))
+    late = late_clusters(now).aggregate(count=Count("pk"), oldest=Min("status_changed_at"))
     return {
         "late_clusters": {
-            "count": len(late),
-            "oldest_seconds": round((now - min(late)).total_seconds(), 1) if late else 0,
+            "count": late["count"],
+            "oldest_seconds": round((now - late["oldest"]).total_seconds(), 1) if late["oldest"] else 0,
         },
-        "unsent_case_emails": {"count": len(unnotified_event_ids())},
+        "unsent_case_emails": {"count": unnotified_events().count()},
     }

@@ -48,21 +48,18 @@ def case_participants(case: SupportCase, *, internal: bool) -> list:
     return people
 
 
-def unnotified_event_ids(*, limit: int = 500) -> list[int]:
+def unnotified_events():
     """Events that should have been mailed by now and were not: older than the time queued work may wait (plus
     a grace), younger than a day (older news is no longer worth an email), never claimed by a send."""
     now = timezone.now()
     late = now - timedelta(seconds=settings.CLUSTER_QUEUE_WAIT + settings.RECONCILE_GRACE)
-    return list(
-        CaseEvent.objects.filter(
-            kind__in=NOTIFIED_KINDS,
-            notified_at__isnull=True,
-            created_at__lt=late,
-            created_at__gte=now - timedelta(days=1),
-        )
-        .order_by("created_at", "pk")
-        .values_list("pk", flat=True)[:limit]
+    return CaseEvent.objects.filter(
+        kind__in=NOTIFIED_KINDS, notified_at__isnull=True, created_at__lt=late, created_at__gte=now - timedelta(days=1)
     )
+
+
+def unnotified_event_ids(*, limit: int = 500) -> list[int]:
+    return list(unnotified_events().order_by("created_at", "pk").values_list("pk", flat=True)[:limit])
 
 
 def send_case_event_email(*, event_id: int) -> int:
