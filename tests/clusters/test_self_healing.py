@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from portal.celery import app
 from portal.cloud import CloudStatus, ClusterDescription, TransientCloudError
+from tests.clusters.test_worker_integration import forget_connections
 from tests.factories import ClusterFactory
 from workloads.clusters import provisioning, reconcile
 from workloads.clusters import tasks as cluster_tasks
@@ -51,11 +52,6 @@ def eager():
         yield
     finally:
         app.conf.task_always_eager, app.conf.task_eager_propagates = before
-
-
-def forget_connections() -> None:
-    app._pool = None
-    app.amqp._producer_pool = None
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from django.db import connection, transaction
 
 from portal.celery import app
 from tests.clusters.conftest import cloud_org
-from tests.clusters.test_worker_integration import wait_for
+from tests.clusters.test_worker_integration import forget_connections, wait_for
 from workloads.clusters import tasks as cluster_tasks
 from workloads.clusters.services import GroupRequest, create_cluster
 from workloads.models import Cluster
@@ -102,12 +102,10 @@ def broker_env(request, tmp_path, monkeypatch):
         monkeypatch.delenv("CELERY_BROKER_URL", raising=False)
         app.conf.update(broker_url="filesystem://", broker_transport_options=options)
         env["CELERY_BROKER_URL"] = "filesystem://"
-    app._pool = None
-    app.amqp._producer_pool = None
+    forget_connections()
     yield env
     app.conf.update(saved)
-    app._pool = None
-    app.amqp._producer_pool = None
+    forget_connections()
 
 
 def database_url() -> str:

@@ -310,5 +310,6 @@ def test_after_a_partial_approval_the_tenant_sees_requested_and_granted_and_the_
     )
     page = member_client.get(f"/orgs/{org.slug}/capacity/requests/{request.id}/").text
     assert "2 granted of 16 requested" in page and "the estimate below is for what was granted" in page
+    assert "Days on the granted instances" in page
     listing = member_client.get(f"/orgs/{org.slug}/capacity/").text
     assert "2 of 16" in listing
