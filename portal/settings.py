@@ -287,7 +287,7 @@ REST_FRAMEWORK = {
         "rest_framework.filters.OrderingFilter",
     ],
     "DEFAULT_PARSER_CLASSES": [
-        "portal.api.ObjectJSONParser",
+        "portal.parsers.ObjectJSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
@@ -299,7 +299,8 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "FM Program Portal API",
     "DESCRIPTION": (
         "Scripted access to the program: organizations, the instance-type catalog, capacity pools, "
-        "requests and allocations, the compute estimate, workloads, clusters and support cases. "
+        "requests and allocations, the compute estimate, workloads, clusters and support cases; what clusters "
+        "report (jobs, GPU health, nccl-tests runs), posted with a cluster's reporter token (`Token fmc_…`). "
         "Authenticate with `Authorization: Token <key>` (get a key from `POST /api/v1/auth/token/` or the "
         "API tokens page, `/account/tokens/`; keys expire, 90 days by default) or the browser session. "
         "A tenant sees only its own organization's objects; anything else is 404."
@@ -326,6 +327,10 @@ SPECTACULAR_SETTINGS = {
         "ClusterKindEnum": "workloads.clusters.models.Cluster.Kind",
         "ClusterStorageEnum": "workloads.clusters.models.Cluster.Storage",
         "HealthEventKindEnum": "workloads.health.models.HealthEvent.Kind",
+        "HealthEventSeverityEnum": "workloads.health.models.HealthEvent.Severity",
+        "HealthEventSourceEnum": "workloads.health.models.HealthEvent.Source",
+        "SupportCaseSeverityEnum": "workloads.support.models.SupportCase.Severity",
+        "NcclVerdictEnum": "workloads.validation.models.NcclValidation.Verdict",
     },
 }
 
