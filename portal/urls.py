@@ -10,10 +10,13 @@ from tenants.capacity import api as capacity_api
 from tenants.logins.views import LoginView
 from tenants.tokens import api as tokens_api
 from workloads.clusters import api as clusters_api
+from workloads.health import api as health_api
+from workloads.jobs import api as jobs_api
 from workloads.records import api as records_api
 from workloads.review import api as review_api
 from workloads.support import api as support_api
 from workloads.usage import api as usage_api
+from workloads.validation import api as validation_api
 
 router = DefaultRouter()
 router.register("organizations", tenants_api.OrganizationViewSet, basename="organization")
@@ -26,6 +29,9 @@ router.register("support-cases", support_api.SupportCaseViewSet, basename="suppo
 router.register("review-meetings", review_api.ReviewMeetingViewSet, basename="review-meeting")
 router.register("action-items", review_api.ActionItemViewSet, basename="action-item")
 router.register("clusters", clusters_api.ClusterViewSet, basename="cluster")
+router.register("jobs", jobs_api.JobViewSet, basename="job")
+router.register("health-events", health_api.HealthEventViewSet, basename="health-event")
+router.register("nccl-validations", validation_api.NcclValidationViewSet, basename="nccl-validation")
 router.register("auth/tokens", tokens_api.ApiTokenViewSet, basename="token")
 router.register("usage", usage_api.UsageViewSet, basename="usage")
 router.register("rate-card", usage_api.RateCardViewSet, basename="rate-card")
@@ -38,6 +44,12 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/auth/token/", tokens_api.ObtainTokenView.as_view(), name="api-token"),
     path("api/v1/estimate/", capacity_api.EstimateView.as_view(), name="api-estimate"),
+    # A cluster's reports (its reporter token or a member's): jobs, GPU health, interconnect checks.
+    path("api/v1/clusters/<int:pk>/jobs/ingest/", jobs_api.JobIngestView.as_view(), name="cluster-jobs-ingest"),
+    path(
+        "api/v1/clusters/<int:pk>/health/ingest/", health_api.HealthIngestView.as_view(), name="cluster-health-ingest"
+    ),
+    path("api/v1/clusters/<int:pk>/nccl-tests/", validation_api.NcclIngestView.as_view(), name="cluster-nccl-tests"),
     path("api/v1/", include(router.urls)),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

@@ -424,11 +424,9 @@ class AllocationQuerySet(TenantQuerySet):
 
 
 class Allocation(models.Model):
-    """Instances of a pool granted to an organization over a window (dates inclusive).
-
-    Invariant: on every day, the allocations holding capacity in a pool sum to at most
-    pool.total_instances - pool.spare_instances. Only tenants.capacity (decisions, allocations) creates or changes them.
-    """
+    """Instances of a pool granted to an organization over a window (dates inclusive). Invariant: on every day,
+    the allocations holding capacity in a pool sum to at most pool.total_instances - pool.spare_instances.
+    Only tenants.capacity (decisions, allocations) creates or changes them."""
 
     class Status(models.TextChoices):
         SCHEDULED = "scheduled", _("Scheduled")
@@ -520,6 +518,8 @@ ACTION_LABELS = {
     "allocation.active": _("the allocation became active"),
     "allocation.expired": _("the allocation expired"),
     "allocation.revoked": _("revoked the allocation"),
+    "reporter_token.issue": _("issued a reporter token for the cluster"),
+    "reporter_token.revoke": _("revoked a reporter token of the cluster"),
 }
 
 

@@ -17,7 +17,18 @@ from tenants.models import (
     Region,
     StaffRole,
 )
-from workloads.models import Cluster, ClusterInstanceGroup, OrgCloudSettings, SupportCase, Workload
+from workloads.models import (
+    Cluster,
+    ClusterInstanceGroup,
+    ClusterNode,
+    HealthEvent,
+    Job,
+    NcclValidation,
+    OrgCloudSettings,
+    ReporterToken,
+    SupportCase,
+    Workload,
+)
 
 PASSWORD = "correct horse battery staple"
 
@@ -233,3 +244,102 @@ class ClusterFactory(factory.django.DjangoModelFactory):
 
 
 TENANT_FACTORIES[Cluster] = ClusterFactory
+
+
+# --- What clusters report (issue 15): jobs, GPU health, nccl-tests runs, reporter tokens ---------------------------
+
+
+class ClusterNodeFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = ClusterNode
+
+    cluster = factory.SubFactory(ClusterFactory)
+    organization = factory.SelfAttribute("cluster.organization")
+    instance_id = factory.Sequence(lambda n: f"i-{n:017x}")
+    hostname = factory.Sequence(lambda n: f"ip-10-1-{n // 250}-{n % 250 + 1}")
+    group_name = "workers-p5-48xlarge"
+    instance_type = "p5.48xlarge"
+    status = "Running"
+    first_seen_at = factory.LazyFunction(timezone.now)
+    last_seen_at = factory.LazyFunction(timezone.now)
+
+
+class JobFactory(factory.django.DjangoModelFactory):
+    """A finished two-hour job on 8 GPUs of one node."""
+
+    class Meta:
+        model = Job
+
+    cluster = factory.SubFactory(ClusterFactory)
+    organization = factory.SelfAttribute("cluster.organization")
+    job_id = factory.Sequence(lambda n: str(1000 + n))
+    name = "pretrain-8b"
+    user = "alice"
+    account = "lab"
+    partition = "p5"
+    state = "COMPLETED"
+    started_at = factory.LazyFunction(lambda: timezone.now() - timedelta(hours=3))
+    ended_at = factory.LazyFunction(lambda: timezone.now() - timedelta(hours=1))
+    submitted_at = factory.SelfAttribute("started_at")
+    elapsed_seconds = 7200
+    node_count = 1
+    node_list = "ip-10-1-0-1"
+    accelerators = 8
+    accelerator_kind = "gpu"
+    first_reported_at = factory.LazyFunction(timezone.now)
+    last_reported_at = factory.LazyFunction(timezone.now)
+
+
+class HealthEventFactory(factory.django.DjangoModelFactory):
+    """An open Xid 79 on GPU 3."""
+
+    class Meta:
+        model = HealthEvent
+
+    cluster = factory.SubFactory(ClusterFactory)
+    organization = factory.SelfAttribute("cluster.organization")
+    instance_id = factory.Sequence(lambda n: f"i-{n:017x}")
+    gpu = 3
+    kind = HealthEvent.Kind.GPU_XID
+    code = 79
+    severity = HealthEvent.Severity.CRITICAL
+    action = "replace node"
+    source = HealthEvent.Source.PUSH
+    message = "Xid 79 on GPU 3: GPU has fallen off the bus"
+    observed_at = factory.LazyFunction(timezone.now)
+
+
+class NcclValidationFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = NcclValidation
+
+    cluster = factory.SubFactory(ClusterFactory)
+    organization = factory.SelfAttribute("cluster.organization")
+    instance_type = "p5.48xlarge"
+    nodes = 2
+    rows = factory.LazyFunction(lambda: [[2**30, 437.0, 441.0], [16 * 2**30, 487.1, 487.3]])
+    peak_busbw_gbps = 487.26
+    peak_size_bytes = 16 * 2**30
+    baseline_busbw_gbps = 487.0
+    baseline_nodes = 2
+    fraction = 1.0
+    verdict = NcclValidation.Verdict.PASSED
+
+
+class ReporterTokenFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = ReporterToken
+
+    cluster = factory.SubFactory(ClusterFactory)
+    organization = factory.SelfAttribute("cluster.organization")
+    name = "head node"
+    prefix = factory.Sequence(lambda n: f"fmc_{n:08d}")
+    digest = factory.Sequence(lambda n: f"{n:064x}")
+    expires_at = factory.LazyFunction(lambda: timezone.now() + timedelta(days=365))
+
+
+TENANT_FACTORIES[ClusterNode] = ClusterNodeFactory
+TENANT_FACTORIES[Job] = JobFactory
+TENANT_FACTORIES[HealthEvent] = HealthEventFactory
+TENANT_FACTORIES[NcclValidation] = NcclValidationFactory
+TENANT_FACTORIES[ReporterToken] = ReporterTokenFactory

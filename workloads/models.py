@@ -1,6 +1,7 @@
 """Every model of the workloads app, for Django (which reads an app's models from here) and for admin.
 
-The models live with their capability — records/, support/, review/, clusters/, health/, usage/ — and keep the
+The models live with their capability — records/, support/, review/, clusters/, health/, jobs/,
+validation/, reporting/, usage/ — and keep the
 `workloads` app label, so their tables and migrations are unchanged. Code inside the app imports a model from
 its own sub-package (`from workloads.clusters.models import Cluster`), never from here.
 """
@@ -16,7 +17,8 @@ from workloads.clusters.models import (
     OrgCloudSettings,
     validate_lustre_capacity,
 )
-from workloads.health.models import HealthEvent
+from workloads.health.models import HealthEvent, PrometheusSource
+from workloads.jobs.models import Job
 from workloads.operations.models import WorkerHeartbeat
 from workloads.records.models import (
     MAX_PARALLEL_DEGREE,
@@ -26,6 +28,7 @@ from workloads.records.models import (
     Workload,
     WorkloadChange,
 )
+from workloads.reporting.models import ReporterToken
 from workloads.review.models import ActionItem, ReviewMeeting
 from workloads.support.models import CaseEvent, SupportCase
 from workloads.usage.models import (
@@ -38,6 +41,7 @@ from workloads.usage.models import (
     UsageDirtyDay,
     UsageRevision,
 )
+from workloads.validation.models import NcclBaseline, NcclValidation
 
 __all__ = [
     "CLUSTER_NAME",
@@ -57,9 +61,14 @@ __all__ = [
     "ClusterUsageDay",
     "DigestSent",
     "HealthEvent",
+    "Job",
+    "NcclBaseline",
+    "NcclValidation",
     "NodeInterval",
     "OrgCloudSettings",
+    "PrometheusSource",
     "RateCardEntry",
+    "ReporterToken",
     "ReviewMeeting",
     "SupportCase",
     "UsageDay",

@@ -159,6 +159,7 @@ class HyperPodProvider:
                             status=status.get("Status", ""),
                             message=status.get("Message", "") or "",
                             launch_time=node.get("LaunchTime"),
+                            hostname=node.get("PrivateDnsHostname", "") or "",
                         )
                     )
                 token = page.get("NextToken")

@@ -9,6 +9,7 @@ says clearly that validation and creation need the extra.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
 import re
@@ -307,6 +308,7 @@ class ParallelClusterProvider:
                                 instance_type=instance["InstanceType"],
                                 status=_INSTANCE_STATE[instance["State"]["Name"]],
                                 launch_time=instance.get("LaunchTime"),
+                                hostname=instance.get("PrivateDnsName", "") or "",
                             )
                         )
             impaired = self._impaired([n.instance_id for n in nodes if n.status == "Running"])
@@ -315,14 +317,7 @@ class ParallelClusterProvider:
         except BotoCoreError as error:
             raise classify(error) from error
         return [
-            NodeInfo(
-                instance_id=n.instance_id,
-                group=n.group,
-                instance_type=n.instance_type,
-                status="Failure",
-                launch_time=n.launch_time,
-                message="EC2 status checks: impaired",
-            )
+            dataclasses.replace(n, status="Failure", message="EC2 status checks: impaired")
             if n.instance_id in impaired
             else n
             for n in nodes

@@ -91,6 +91,7 @@ class NodeInfo:
     status: str  # the cloud's word: Running, Failure, Pending, NotFound, …
     launch_time: datetime | None
     message: str = ""
+    hostname: str = ""  # private DNS host name (HyperPod's PrivateDnsHostname, EC2's PrivateDnsName), when given
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from tenants.tokens.keys import HashedKey
 from tenants.tokens.models import ApiToken
 
 logger = logging.getLogger("portal.tokens")
@@ -81,10 +82,10 @@ def revoke_token(*, token: ApiToken, by) -> ApiToken:
     return token
 
 
-def note_use(token: ApiToken) -> None:
-    """Records when the token was last used, writing at most once a minute (a write per request would
-    serialize every API call on SQLite's single writer)."""
+def note_use(token: HashedKey) -> None:
+    """Records when the token (an API token, a cluster's reporter token) was last used, writing at most once a
+    minute (a write per request would serialize every API call on SQLite's single writer)."""
     now = timezone.now()
     if token.last_used_at is None or now - token.last_used_at >= LAST_USED_PRECISION:
-        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        type(token)._default_manager.filter(pk=token.pk).update(last_used_at=now)
         token.last_used_at = now

@@ -7,40 +7,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.jobs.sacct_rows import HEADER, TOKYO, line
 from workloads.jobs.sacct import (
     JOB_STATES,
     SACCT_COMMAND,
-    SACCT_FIELDS,
     SacctJob,
     accelerator_hours,
     accelerator_seconds,
     parse_sacct,
 )
 from workloads.telemetry_errors import ParseError
-
-TOKYO = ZoneInfo("Asia/Tokyo")
-HEADER = "|".join(SACCT_FIELDS)
-P5_TRES = "billing=192,cpu=192,gres/gpu:h100=8,gres/gpu=8,mem=2000G,node=1"
-
-
-def line(
-    job_id="1001",
-    name="pretrain-8b",
-    user="alice",
-    account="sakura",
-    partition="p5",
-    state="COMPLETED",
-    submit="2026-11-20T09:15:02",
-    start="2026-11-20T09:16:00",
-    end="2026-11-20T11:16:00",
-    elapsed="7200",
-    nnodes="1",
-    nodelist="p5-dy-p5-1",
-    tres=P5_TRES,
-):
-    return "|".join(
-        [job_id, name, user, account, partition, state, submit, start, end, elapsed, nnodes, nodelist, tres]
-    )
 
 
 def parse(*lines, **kwargs):
@@ -372,6 +348,24 @@ GRES_TYPES = st.dictionaries(st.sampled_from(["h100", "h200", "a100"]), st.integ
 
 
 @st.composite
+def host_lists(draw):
+    """Slurm host lists as sacct prints them: names, and names with [1-4,7] ranges, comma-separated."""
+    hosts = []
+    for _ in range(draw(st.integers(1, 3))):
+        prefix = draw(st.from_regex(r"[a-z][a-z0-9\-]{0,10}", fullmatch=True))
+        if draw(st.booleans()):
+            hosts.append(prefix)
+            continue
+        low = draw(st.integers(0, 50))
+        high = draw(st.integers(low, low + 20))
+        hosts.append(f"{prefix}[{low:02d}-{high:02d},{high + 2}]")
+    return ",".join(hosts)
+
+
+NODE_LIST = st.just("") | host_lists()
+
+
+@st.composite
 def jobs(draw):
     return {
         "job_id": draw(JOB_ID),
@@ -385,7 +379,7 @@ def jobs(draw):
         "end": draw(TIME),
         "elapsed": draw(st.integers(0, 10**8)),
         "nnodes": draw(st.integers(0, 512)),
-        "nodelist": draw(st.from_regex(r"[a-z0-9\-\[\],]{0,20}", fullmatch=True)),
+        "nodelist": draw(NODE_LIST),
         "untyped": draw(st.none() | st.integers(0, 512)),
         "typed": draw(GRES_TYPES),
     }

@@ -180,6 +180,19 @@ class Cluster(models.Model):
         blank=True,
         help_text=_("While an attempt runs: the time limit it finishes by (or its worker is gone)."),
     )
+    # What the cluster itself reports (workloads.reporting): when its reporter last posted, how often it says it
+    # runs (silent after three intervals without a report), and the Slurm node names it maps to hosts.
+    last_report_at = models.DateTimeField(_("last report"), null=True, blank=True)
+    report_interval_seconds = models.PositiveIntegerField(_("report interval (seconds)"), default=300)
+    reporter_silent_since = models.DateTimeField(_("reporter silent since"), null=True, blank=True)
+    slurm_nodes = models.JSONField(
+        _("Slurm node names"),
+        default=dict,
+        blank=True,
+        help_text=_("Slurm node name → host name or address, from the reporter's sinfo."),
+    )
+    # Set by an nccl-tests run under its baseline (workloads.validation), cleared by the next one that passes.
+    interconnect_suspect_since = models.DateTimeField(_("interconnect suspect since"), null=True, blank=True)
 
     objects = ClusterQuerySet.as_manager()
 
@@ -261,10 +274,15 @@ class ClusterNode(models.Model):
     instance_type = models.CharField(_("instance type"), max_length=40)
     status = models.CharField(_("status"), max_length=40)
     status_message = models.CharField(_("status message"), max_length=500, blank=True)
+    # The node's private host name as the cloud gives it (ip-10-1-0-7…): how Slurm and the GPU exporter name it.
+    hostname = models.CharField(_("host name"), max_length=255, blank=True)
     launch_time = models.DateTimeField(_("launched at"), null=True, blank=True)
     first_seen_at = models.DateTimeField(_("first seen at"))
     last_seen_at = models.DateTimeField(_("last seen at"))
     gone_at = models.DateTimeField(_("gone at"), null=True, blank=True)
+    # The GPU exporter's throttling counters from the last snapshot posted for this node (workloads.health):
+    # a violation is judged on the increase between two snapshots.
+    gpu_counters = models.JSONField(default=dict, blank=True)
 
     objects = TenantQuerySet.as_manager()
 

@@ -32,10 +32,14 @@ def sync_nodes(cluster: Cluster, description: ClusterDescription, nodes: list[No
                 first_seen_at=now,
             )
             to_create.append(node)
-        elif (node.status, node.status_message, node.gone_at) != (info.status, info.message[:500], None):
+        elif (node.status, node.status_message, node.gone_at) != (info.status, info.message[:500], None) or (
+            info.hostname and info.hostname != node.hostname
+        ):
             to_update.append(node)
         node.group_name, node.instance_type = info.group, info.instance_type
         node.status, node.status_message = info.status, info.message[:500]
+        # The host name stays when a listing leaves it out (the emulator never gives one).
+        node.hostname = info.hostname[:255] or node.hostname
         node.launch_time, node.last_seen_at, node.gone_at = info.launch_time, now, None
     ClusterNode.objects.bulk_create(to_create)
     unchanged = [n.pk for n in known.values() if n.instance_id in listed and n not in to_update]
@@ -44,7 +48,16 @@ def sync_nodes(cluster: Cluster, description: ClusterDescription, nodes: list[No
     if to_update:
         ClusterNode.objects.bulk_update(
             to_update,
-            ["group_name", "instance_type", "status", "status_message", "launch_time", "last_seen_at", "gone_at"],
+            [
+                "group_name",
+                "instance_type",
+                "hostname",
+                "status",
+                "status_message",
+                "launch_time",
+                "last_seen_at",
+                "gone_at",
+            ],
         )
     nodes_by_id = {**known, **{n.instance_id: n for n in to_create}}
     seen = [(nodes_by_id[info.instance_id], info) for info in nodes]

@@ -12,8 +12,9 @@ Two halves that meet at one shape, a sample as `(labels, value)` with the metric
   staff exactly what the portal checks.
 
 Rules, and why:
-- Host: the `Hostname` label dcgm-exporter puts on every series (the node it runs on), else the
-  `instance` label Prometheus adds (host:port of the scrape target), else `default_host`.
+- Host: an `instance_id` label where relabelling added one (EC2 service discovery), else the `Hostname` label
+  dcgm-exporter puts on every series (the node it runs on), else the `instance` label Prometheus adds (host:port
+  of the scrape target), else `default_host`.
 - DCGM_FI_DEV_XID_ERRORS is a gauge holding the last Xid seen since the exporter started (0: none);
   newer exporters copy it into an `err_code` label and add `err_msg`. It stays set until the
   exporter restarts (NVIDIA/dcgm-exporter#500), so a reading means "this GPU has had Xid N", and a
@@ -468,7 +469,7 @@ def classify(
     gpus_by_host: dict[str, set[str]] = defaultdict(set)
     before = _counters(previous, default_host) if previous is not None else {}
     for labels, value in samples:
-        host = _host(labels, default_host)
+        host = host_of(labels, default_host)
         if "gpu" in labels:
             gpus_by_host[host].add(labels["gpu"])
         name = labels.get("__name__", "")
@@ -495,8 +496,10 @@ def classify(
     return tuple(sorted(readings, key=lambda r: (r.host, r.gpu, r.kind, r.value)))
 
 
-def _host(labels: Mapping[str, str], default_host: str | None) -> str:
-    host = labels.get("Hostname") or labels.get("instance") or default_host
+def host_of(labels: Mapping[str, str], default_host: str | None = None) -> str:
+    """The node a sample is about: an EC2 instance id label (added by EC2 service discovery's relabelling), the
+    exporter's Hostname, Prometheus's scrape target, or the caller's default."""
+    host = labels.get("instance_id") or labels.get("Hostname") or labels.get("instance") or default_host
     if not host:
         raise ParseError(
             None, f"a sample of {labels.get('__name__', '?')} has neither a Hostname nor an instance label"
@@ -535,7 +538,7 @@ def _counters(previous: Iterable[Pair], default_host: str | None) -> dict[tuple[
         rule = _RULE_BY_METRIC.get(name)
         if rule is None or rule.min_fraction is None or math.isnan(value):
             continue
-        key = (_host(labels, default_host), _gpu(labels, name), name)
+        key = (host_of(labels, default_host), _gpu(labels, name), name)
         counters[key] = max(value, counters.get(key, value))
     return counters
 

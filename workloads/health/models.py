@@ -1,4 +1,4 @@
-"""Node health: faults per node (and, with GPU telemetry, per GPU), open while the condition holds."""
+"""Node health: faults per node and GPU, open while the condition holds, and where GPU telemetry is read."""
 
 from __future__ import annotations
 
@@ -11,22 +11,35 @@ from workloads.clusters.models import Cluster, ClusterNode
 
 
 class HealthEvent(models.Model):
-    """A node-level fault: from the cloud's node status now; GPU XID, ECC, thermal, EFA reports later."""
+    """A node-level fault (the cloud's node status) or a GPU's (DCGM exporter readings), open while the
+    condition holds and resolved when it clears. Written only by workloads.health.services / telemetry."""
 
     class Kind(models.TextChoices):
         NODE_FAILURE = "node_failure", _("Node failure")
         NODE_NOT_FOUND = "node_not_found", _("Node not found")
         NODE_REPLACED = "node_replaced", _("Node replaced")
+        EXPORTER_SILENT = "exporter_silent", _("GPU exporter not reporting")
+        # One per rule of workloads.health.dcgm (XID_RULES, METRIC_RULES).
         GPU_XID = "gpu_xid", _("GPU XID error")
-        ECC = "ecc", _("ECC / row-remap failure")
-        THERMAL = "thermal", _("Thermal violation")
-        MISSING_GPU = "missing_gpu", _("Missing GPU")
+        ECC_DBE_VOLATILE = "ecc_dbe_volatile", _("Double-bit ECC errors")
+        ECC_DBE_AGGREGATE = "ecc_dbe_aggregate", _("Double-bit ECC errors (lifetime)")
+        REMAPPED_ROWS = "remapped_rows_uncorrectable", _("Rows remapped after uncorrectable errors")
+        ROW_REMAP_FAILURE = "row_remap_failure", _("Row remap failure")
+        ROW_REMAP_PENDING = "row_remap_pending", _("Row remap pending")
+        THERMAL = "thermal_violation", _("Thermal violation")
+        POWER = "power_violation", _("Power capping")
+        MISSING_GPU = "gpu_missing", _("Missing GPU")
         EFA = "efa", _("EFA error")
 
     class Severity(models.TextChoices):
         INFO = "info", _("Info")
         WARNING = "warning", _("Warning")
         CRITICAL = "critical", _("Critical")
+
+    class Source(models.TextChoices):
+        CLOUD = "cloud", _("AWS node status")
+        PROMETHEUS = "prometheus", _("Prometheus")
+        PUSH = "push", _("Exporter text posted by the cluster")
 
     organization = models.ForeignKey(
         Organization, on_delete=models.PROTECT, related_name="health_events", verbose_name=_("organization")
@@ -39,11 +52,24 @@ class HealthEvent(models.Model):
     )
     instance_id = models.CharField(_("instance id"), max_length=64)
     group_name = models.CharField(_("group"), max_length=63, blank=True)
+    gpu = models.PositiveSmallIntegerField(_("GPU"), null=True, blank=True)  # None: the node as a whole
     kind = models.CharField(_("kind"), max_length=32, choices=Kind.choices)
+    code = models.PositiveIntegerField(_("code"), null=True, blank=True)  # the Xid
     severity = models.CharField(_("severity"), max_length=16, choices=Severity.choices)
+    action = models.CharField(_("recommended action"), max_length=32, blank=True)
+    source = models.CharField(_("source"), max_length=16, choices=Source.choices, default=Source.CLOUD)
     message = models.TextField(_("message"), blank=True)
     observed_at = models.DateTimeField(_("observed at"))
     resolved_at = models.DateTimeField(_("resolved at"), null=True, blank=True)
+    # The support case a critical event opened or was added to (workloads.health.incidents).
+    case = models.ForeignKey(
+        "workloads.SupportCase",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="health_events",
+        verbose_name=_("support case"),
+    )
 
     objects = TenantQuerySet.as_manager()
 
@@ -52,13 +78,81 @@ class HealthEvent(models.Model):
         verbose_name = _("health event")
         verbose_name_plural = _("health events")
         constraints = [
-            # A repeated poll of the same failed node updates the open event, never adds a second.
+            # A repeated poll of the same failed node (or GPU) updates the open event, never adds a second.
             models.UniqueConstraint(
                 fields=["cluster", "instance_id", "kind"],
-                condition=Q(resolved_at__isnull=True),
+                condition=Q(resolved_at__isnull=True, gpu__isnull=True),
                 name="one_open_health_event_per_node_and_kind",
-            )
+            ),
+            models.UniqueConstraint(
+                fields=["cluster", "instance_id", "gpu", "kind"],
+                condition=Q(resolved_at__isnull=True, gpu__isnull=False),
+                name="one_open_health_event_per_gpu_and_kind",
+            ),
         ]
+        indexes = [models.Index(fields=["resolved_at", "severity"], name="health_open_severity")]
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} {self.instance_id}"
+
+    @property
+    def is_open(self) -> bool:
+        return self.resolved_at is None
+
+
+class PrometheusSource(models.Model):
+    """Where the portal reads GPU telemetry (DCGM exporter series): an Amazon Managed Service for Prometheus
+    workspace or a self-managed Prometheus, for one organization's clusters or for the whole program's.
+    Set up by the program team (Django admin); polled on beat's schedule (workloads.health.tasks)."""
+
+    organization = models.ForeignKey(
+        Organization,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("organization"),
+        help_text=_("Empty: the program's own workspace, holding every organization's clusters."),
+    )
+    name = models.CharField(_("name"), max_length=100)
+    url = models.URLField(
+        _("query URL"),
+        max_length=500,
+        help_text=_(
+            "The base of /api/v1/query: https://aps-workspaces.<region>.amazonaws.com/workspaces/<id> for Amazon "
+            "Managed Service for Prometheus, or http://prometheus.example:9090."
+        ),
+    )
+    sigv4_region = models.CharField(
+        _("SigV4 region"),
+        max_length=32,
+        blank=True,
+        help_text=_(
+            "Amazon Managed Service for Prometheus: the workspace's region (requests are signed). Empty for a "
+            "Prometheus that takes unsigned requests."
+        ),
+    )
+    cluster_label = models.CharField(
+        _("cluster label"),
+        max_length=64,
+        default="cluster",
+        help_text=_(
+            "The series label naming a cluster (its name in AWS or in the portal): tells apart hosts with the "
+            "same private address in two organizations' networks."
+        ),
+    )
+    enabled = models.BooleanField(_("enabled"), default=True)
+    last_polled_at = models.DateTimeField(_("last polled"), null=True, blank=True)
+    last_error = models.CharField(_("last error"), max_length=500, blank=True)
+    last_series = models.PositiveIntegerField(_("series read"), default=0)
+    unmatched_hosts = models.JSONField(_("hosts not matched to a node"), default=list, blank=True)
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = _("Prometheus source")
+        verbose_name_plural = _("Prometheus sources")
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,5 +1,6 @@
-"""Health events: where a node's fault is recorded, kept open while the condition holds and resolved when it
-clears. Today the source is the cloud's node status, read on every poll; GPU telemetry joins it later.
+"""Health events from the cloud's node status, read on every poll: a node's fault is recorded, kept open while the
+condition holds and resolved when it clears (GPU telemetry: workloads.health.telemetry). Critical ones go to a
+support case (workloads.health.incidents).
 
 One open event per node and kind (a database constraint): a repeated poll of the same failed node keeps the
 event it opened, never adds a second.
@@ -10,10 +11,12 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime
 
+from django.db.models import Q
 from django.utils.translation import gettext as _
 
 from portal.cloud import NodeInfo
 from workloads.clusters.models import Cluster, ClusterNode
+from workloads.health.incidents import report_health
 from workloads.health.models import HealthEvent
 
 Kind = HealthEvent.Kind
@@ -100,6 +103,7 @@ def apply_node_statuses(
     HealthEvent.objects.bulk_create(new_events)
     if resolved:
         HealthEvent.objects.bulk_update(resolved, ["resolved_at"])
+    report_health(cluster, opened=new_events, cleared=resolved)
 
 
 def resolve_open_events(cluster: Cluster, now: datetime) -> None:
@@ -108,5 +112,7 @@ def resolve_open_events(cluster: Cluster, now: datetime) -> None:
 
 
 def has_open_events(cluster: Cluster) -> bool:
-    """A cluster with an open health event is degraded until it clears."""
-    return HealthEvent.objects.for_org(cluster.organization).filter(cluster=cluster, resolved_at=None).exists()
+    """A cluster is degraded while a node event from the cloud or a critical GPU event is open. GPU warnings
+    (power capping, lifetime ECC counts) show on the health board without degrading the cluster."""
+    open_events = HealthEvent.objects.for_org(cluster.organization).filter(cluster=cluster, resolved_at=None)
+    return open_events.filter(Q(source=HealthEvent.Source.CLOUD) | Q(severity=HealthEvent.Severity.CRITICAL)).exists()

@@ -203,12 +203,80 @@ def _parse_line(fields: list[str], number: int, tz: tzinfo, accelerators_per_nod
         end=_time("End", end, number, tz),
         elapsed_seconds=_whole_number("ElapsedRaw", elapsed, number),
         node_count=node_count,
-        node_list="" if node_list == "None assigned" else node_list,
+        node_list=_node_list(node_list, number),
         accelerators=accelerators,
         accelerator_kind=kind,
         accelerator_type=model,
         line_number=number,
     )
+
+
+def _node_list(value: str, number: int) -> str:
+    if value in ("None assigned", ""):
+        return ""
+    try:
+        expand_nodelist(value)
+    except ValueError as error:
+        raise ParseError(number, f"NodeList {value!r} is not a Slurm host list: {error}") from None
+    return value
+
+
+MAX_NODES = 100_000  # names one host list may expand to: a job on the whole program is 151 nodes
+
+
+def expand_nodelist(text: str) -> list[str]:
+    """The node names of a Slurm host list, in order: `ip-10-1-0-[1-3,7]` → ip-10-1-0-1, -2, -3, -7. Ranges keep
+    the zero padding of their first number (`node[08-10]`), several bracket groups multiply
+    (`rack[1-2]-n[1-2]`), and commas outside brackets separate hosts. Raises ValueError if malformed."""
+    names: list[str] = []
+    for part in _top_level_parts(text):
+        names.extend(_expand_part(part))
+        if len(names) > MAX_NODES:
+            raise ValueError(f"more than {MAX_NODES:,} nodes")
+    return names
+
+
+def _top_level_parts(text: str) -> list[str]:
+    parts, depth, current = [], 0, []
+    for char in text:
+        if char == "[":
+            depth += 1
+            if depth > 1:
+                raise ValueError("nested brackets")
+        elif char == "]":
+            depth -= 1
+            if depth < 0:
+                raise ValueError("a ] without its [")
+        if char == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    if depth:
+        raise ValueError("a [ without its ]")
+    parts.append("".join(current))
+    if any(not part.strip() for part in parts):
+        raise ValueError("an empty host name")
+    return parts
+
+
+def _expand_part(part: str) -> list[str]:
+    if "[" not in part:
+        return [part.strip()]
+    head, _, rest = part.partition("[")
+    inside, _, tail = rest.partition("]")
+    numbers: list[str] = []
+    for item in inside.split(","):
+        low, dash, high = item.partition("-")
+        if not low.isdigit() or (dash and not high.isdigit()):
+            raise ValueError(f"[{inside}] is not a list of numbers and ranges")
+        if not dash:
+            numbers.append(low)
+            continue
+        if int(high) < int(low) or int(high) - int(low) >= MAX_NODES:
+            raise ValueError(f"the range {item} is empty or too long")
+        numbers.extend(str(n).zfill(len(low)) for n in range(int(low), int(high) + 1))
+    return [f"{head}{number}{suffix}" for number in numbers for suffix in _expand_part(tail)]
 
 
 def _state(value: str, number: int) -> tuple[str, int | None]:
@@ -271,3 +339,25 @@ def _accelerators(alloc_tres: str, number: int) -> tuple[str | None, str | None,
     kind, count = next(iter(totals.items()))
     types = typed.get(kind, {})
     return kind, (next(iter(types)) if len(types) == 1 else None), count
+
+
+SINFO_COMMAND = "sinfo -h -N -o %N|%n|%o"  # NodeName|NodeHostName|NodeAddr, one line per node and partition
+
+
+def parse_sinfo_nodes(text: str) -> dict[str, str]:
+    """Slurm node name → the host it runs on, from SINFO_COMMAND's output: its address (NodeAddr) if Slurm has
+    one, else its host name. A node Slurm has not placed yet (a powered-down cloud node prints its own name in
+    both) maps to nothing. Raises ParseError on a line that is not three fields."""
+    nodes: dict[str, str] = {}
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.strip()
+        if not line:
+            continue
+        fields = [field.strip() for field in line.split("|")]
+        if len(fields) != 3 or not fields[0]:
+            raise ParseError(number, f"expected NodeName|NodeHostName|NodeAddr (run {SINFO_COMMAND}); found {line!r}")
+        name, hostname, address = fields
+        host = next((h for h in (address, hostname) if h and h != name), "")
+        if host:
+            nodes[name] = host
+    return nodes

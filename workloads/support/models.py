@@ -75,6 +75,14 @@ class SupportCase(models.Model):
         related_name="support_cases",
         verbose_name=_("workload"),
     )
+    cluster = models.ForeignKey(
+        "workloads.Cluster",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="support_cases",
+        verbose_name=_("cluster"),
+    )
     # None: the portal itself opened it (a health incident, a failed validation), not a person.
     opened_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,

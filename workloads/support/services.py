@@ -82,9 +82,12 @@ def case_history(user, case: SupportCase):
     return CaseEvent.objects.readable_by(user).filter(case=case).select_related("actor").order_by("created_at", "pk")
 
 
-def _check_workload_link(organization: Organization, workload: Workload | None) -> None:
+def _check_links(organization: Organization, *, workload: Workload | None, cluster) -> None:
+    """A case links only its own organization's workload or cluster."""
     if workload is not None and workload.organization_id != organization.pk:
         raise ValidationError({"workload": _("This workload belongs to another organization.")})
+    if cluster is not None and cluster.organization_id != organization.pk:
+        raise ValidationError({"cluster": _("This cluster belongs to another organization.")})
 
 
 @transaction.atomic
@@ -97,12 +100,13 @@ def open_case(
     category: str,
     severity: str = SupportCase.Severity.S3,
     workload: Workload | None = None,
+    cluster=None,
     assignee=UNSET,
 ) -> SupportCase:
     """Open a case; it is assigned to the org's lead support engineer unless staff (or the portal itself) name
     someone else. `user` may be tenants.access.SYSTEM."""
     access = _acting(user, organization)
-    _check_workload_link(organization, workload)
+    _check_links(organization, workload=workload, cluster=cluster)
     if assignee is UNSET:
         assignee = organization.lead_engineer
     elif access is not None and not access.is_staff:
@@ -117,6 +121,7 @@ def open_case(
         severity=severity,
         assignee=assignee,
         workload=workload,
+        cluster=cluster,
         opened_by=_person(user),
         opened_by_staff=access is not None and access.is_staff,
         updated_at=timezone.now(),

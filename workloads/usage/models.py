@@ -88,7 +88,8 @@ class UsageDay(models.Model):
     day = models.DateField(_("day"))
     allocated_microseconds = models.BigIntegerField(_("allocated instance-microseconds"), default=0)
     running_microseconds = models.BigIntegerField(_("running instance-microseconds"), default=0)
-    # Scheduler jobs' accelerator time (the jobs issue fills it); None until a cluster reports jobs.
+    # Scheduler jobs' accelerator time on the org's nodes (workloads.jobs.busy), never more than the nodes ran;
+    # None while none of the organization's clusters has reported a job.
     busy_accelerator_microseconds = models.BigIntegerField(_("busy accelerator-microseconds"), null=True, blank=True)
     usd_per_hour = models.DecimalField(_("USD per instance-hour"), max_digits=10, decimal_places=4, default=0)
     rate_source = models.CharField(_("rate from"), max_length=32, blank=True)
@@ -122,6 +123,7 @@ class ClusterUsageDay(models.Model):
     pool = models.ForeignKey("tenants.CapacityPool", on_delete=models.PROTECT, related_name="+")
     day = models.DateField(_("day"))
     running_microseconds = models.BigIntegerField(_("running instance-microseconds"), default=0)
+    busy_accelerator_microseconds = models.BigIntegerField(_("busy accelerator-microseconds"), null=True, blank=True)
 
     objects = TenantQuerySet.as_manager()
 

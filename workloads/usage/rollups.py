@@ -1,5 +1,6 @@
-"""The daily rollups: per organization × pool × program day, allocated and running instance-time and their cost
-(and per cluster, the running part), rebuilt from the allocations and the node run intervals.
+"""The daily rollups: per organization × pool × program day, allocated and running instance-time and their cost,
+and the busy accelerator-time of scheduler jobs on those nodes (and per cluster, the running and busy parts),
+rebuilt from the allocations, the node run intervals and the jobs.
 
 Incremental: whatever moves a figure marks the organization's affected days (`mark_days`) in the same
 transaction — a poll that saw or lost nodes, an allocation granted or revoked — and `roll_up` recomputes only
@@ -17,6 +18,7 @@ from django.utils import timezone
 
 from portal.periods import day_start, today
 from tenants.models import Allocation, CapacityPool
+from workloads.jobs.busy import NodeRun, busy_time
 from workloads.usage.definitions import ONE_DAY, allocated_microseconds, days_between, split_by_day
 from workloads.usage.models import ClusterUsageDay, NodeInterval, UsageDay, UsageDirtyDay, UsageRevision
 from workloads.usage.rates import RateTable, load_rates, price
@@ -143,15 +145,27 @@ def recompute(
     # so recomputing today reads today's runs, not every run the organization ever had.
     overlapping = NodeInterval.objects.filter(organization_id__in=organization_ids, started_at__lt=window[1])
     columns = ("organization_id", "instance_type", "region", "started_at", "ended_at", "last_seen_at", "cluster_id",
-               "cluster__name")  # fmt: skip
+               "cluster__name", "node_id")  # fmt: skip
     intervals = chain(
         overlapping.filter(ended_at__gt=window[0]).values_list(*columns),
         overlapping.filter(ended_at__isnull=True, last_seen_at__gt=window[0]).values_list(*columns),
     )
-    for org_id, instance_type, region, started_at, ended_at, last_seen_at, cluster_id, cluster_name in intervals:
+    runs: list[NodeRun] = []  # what the nodes ran, in pools, for the busy time's cap
+    for (
+        org_id,
+        instance_type,
+        region,
+        started_at,
+        ended_at,
+        last_seen_at,
+        cluster_id,
+        cluster_name,
+        node_id,
+    ) in intervals:
         end = min(ended_at or last_seen_at, as_of)
         cluster_names[cluster_id] = cluster_name or ""
-        for day, part in split_by_day(max(started_at, window[0]), min(end, window[1])).items():
+        start, end = max(started_at, window[0]), min(end, window[1])
+        for day, part in split_by_day(start, end).items():
             if day not in wanted:
                 continue
             pool = pools.pool(instance_type, region, day)
@@ -159,17 +173,22 @@ def recompute(
                 continue  # a controller or head node: not accelerator capacity
             running[(org_id, pool.pk, day)] += part
             by_cluster[(org_id, cluster_id, pool.pk, day)] += part
+            first, last = max(start, day_start(day)), min(end, day_start(day + ONE_DAY))
+            runs.append(NodeRun(org_id, cluster_id, node_id, pool.pk, instance_type, first, last))
+    busy = busy_time(organization_ids, window, runs)
 
     now = timezone.now()
     rows = []
     for org_id, pool_id, day in sorted(set(allocated) | set(running)):
         pool = pools.get(pool_id) or CapacityPool.objects.select_related("instance_type").get(pk=pool_id)
+        busy_part = busy.by_pool.get((org_id, pool_id, day), 0) if org_id in busy.reporting else None
         row = UsageDay(
             organization_id=org_id,
             pool_id=pool_id,
             day=day,
             allocated_microseconds=allocated.get((org_id, pool_id, day), 0),
             running_microseconds=running.get((org_id, pool_id, day), 0),
+            busy_accelerator_microseconds=busy_part,
             computed_at=now,
         )
         price(row, rates.rate(pool.instance_type_id, pool.region, day))
@@ -187,6 +206,9 @@ def recompute(
                 pool_id=pool_id,
                 day=day,
                 running_microseconds=part,
+                busy_accelerator_microseconds=busy.by_cluster.get((org_id, cluster_id, pool_id, day), 0)
+                if org_id in busy.reporting
+                else None,
             )
             for (org_id, cluster_id, pool_id, day), part in sorted(
                 by_cluster.items(), key=lambda kv: (kv[0][0], kv[0][3], kv[0][2])

@@ -1,0 +1,119 @@
+"""Instant queries against a Prometheus HTTP API: a plain server, or Amazon Managed Service for Prometheus.
+
+botocore's own HTTP stack and SigV4 signer do the work, so the portal needs no extra HTTP library. The
+caller validates the returned vector (workloads.health.dcgm.prometheus_vector_pairs).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, urlencode
+
+import boto3
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.exceptions import ConnectionError as BotoConnectionError
+from botocore.exceptions import ConnectTimeoutError, HTTPClientError, ReadTimeoutError, SSLError
+from botocore.httpsession import URLLib3Session
+from botocore.utils import get_environ_proxies
+
+from portal.cloud.errors import PermanentCloudError, TransientCloudError
+
+if TYPE_CHECKING:
+    from portal.cloud.session import CloudSession
+
+
+@dataclass(frozen=True)
+class PrometheusEndpoint:
+    url: str  # base URL: http://127.0.0.1:9090, https://aps-workspaces.<region>.amazonaws.com/workspaces/ws-…
+    region: str = ""  # non-empty: Amazon Managed Service for Prometheus, every request SigV4-signed for "aps"
+    session: CloudSession | None = None  # whose credentials sign; None: the portal's own default credentials
+
+
+def query(endpoint: PrometheusEndpoint, promql: str, *, at: datetime, timeout: float = 10.0) -> dict[str, Any]:
+    """The JSON body of GET {url}/api/v1/query?query=…&time=<unix seconds> (an instant query at `at`)."""
+    if at.utcoffset() is None:
+        raise ValueError("`at` must be timezone-aware: a naive datetime has no single unix time.")
+    base = endpoint.url.rstrip("/")
+    # Encode exactly as SigV4's canonical query string does (RFC 3986, %20 for a space), so the URL on the
+    # wire is the one that was signed; urlencode's default quote_plus would turn spaces into "+".
+    params = urlencode({"query": promql, "time": f"{at.timestamp():.3f}"}, quote_via=quote, safe="-_.~")
+    request = AWSRequest(method="GET", url=f"{base}/api/v1/query?{params}", headers={"Accept": "application/json"})
+    if endpoint.region:
+        _sign(request, endpoint)
+    # Same proxy rules (HTTPS_PROXY, NO_PROXY) as the boto3 clients of this deployment.
+    http = URLLib3Session(timeout=timeout, proxies=get_environ_proxies(request.url))
+    try:
+        response = http.send(request.prepare())
+    except (ConnectTimeoutError, ReadTimeoutError) as error:
+        raise TransientCloudError(
+            f"Prometheus at {base} did not answer within {timeout:g} seconds; a later attempt may succeed.",
+            code="Timeout",
+        ) from error
+    except SSLError as error:  # a certificate that does not match will not start matching on a retry
+        raise PermanentCloudError(
+            f"The TLS connection to Prometheus at {base} failed ({error}). Check the URL and its certificate.",
+            code="SSLError",
+        ) from error
+    except (BotoConnectionError, HTTPClientError) as error:  # connection refused, DNS failure, dropped connection
+        raise TransientCloudError(
+            f"Could not connect to Prometheus at {base} ({error}). Check that the URL is right and the server "
+            "is running; a later attempt may succeed.",
+            code="ConnectionError",
+        ) from error
+    finally:
+        http.close()
+    status, body = response.status_code, response.content
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        payload = None
+    if status == 429 or status >= 500:
+        raise TransientCloudError(
+            f"Prometheus at {base} answered HTTP {status}: {_detail(payload, body)}. This is usually temporary: "
+            "a later attempt may succeed.",
+            code=str(status),
+        )
+    if status != 200:
+        raise PermanentCloudError(
+            f"Prometheus at {base} rejected the query with HTTP {status}: {_detail(payload, body)}.",
+            code=str(status),
+        )
+    if not isinstance(payload, dict):
+        raise PermanentCloudError(
+            f"Prometheus at {base} answered with something that is not a JSON object ({_excerpt(body)}). Check "
+            "that the URL is the base address of a Prometheus server.",
+            code="NotJson",
+        )
+    return payload
+
+
+def _sign(request: AWSRequest, endpoint: PrometheusEndpoint) -> None:
+    session = endpoint.session.boto3_session if endpoint.session else boto3.Session()
+    credentials = session.get_credentials()
+    if credentials is None:
+        raise PermanentCloudError(
+            f"No AWS credentials were found to sign requests to Amazon Managed Service for Prometheus at "
+            f"{endpoint.url}. Give the portal credentials (or link the organization's role) that allow "
+            "aps:QueryMetrics.",
+            code="NoCredentials",
+        )
+    # Frozen: refreshable credentials must not change between the key id and the signature.
+    SigV4Auth(credentials.get_frozen_credentials(), "aps", endpoint.region).add_auth(request)
+
+
+def _detail(payload: Any, body: bytes) -> str:
+    """Prometheus's `error`, AWS's `message`, or else the start of the body."""
+    if isinstance(payload, dict):
+        for key in ("error", "message", "Message"):
+            if isinstance(payload.get(key), str) and payload[key]:
+                return payload[key]
+    return _excerpt(body)
+
+
+def _excerpt(body: bytes) -> str:
+    text = " ".join(body.decode("utf-8", "replace").split())
+    return f'body "{text[:200]}"' if text else "empty body"

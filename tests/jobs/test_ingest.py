@@ -1,0 +1,246 @@
+"""POST /api/v1/clusters/{id}/jobs/ingest/: a cluster's sacct table in, one row per (cluster, job id) out."""
+
+from datetime import UTC, datetime
+
+import pytest
+from rest_framework.test import APIClient
+
+from tests.factories import ActiveAllocationFactory, ClusterFactory, instance_type
+from tests.jobs.sacct_rows import HEADER, line
+from workloads.jobs.models import Job
+from workloads.reporting.services import issue_token
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def cluster(org):
+    return ClusterFactory(organization=org)
+
+
+@pytest.fixture
+def reporter(cluster, member):
+    """An API client holding the cluster's reporter token, as the head-node script does."""
+    _token, key = issue_token(user=member, cluster=cluster, name="head node")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    return client
+
+
+def url(cluster) -> str:
+    return f"/api/v1/clusters/{cluster.pk}/jobs/ingest/"
+
+
+def report(*lines: str) -> str:
+    return "\n".join([HEADER, *lines]) + "\n"
+
+
+def post(client, cluster, sacct: str, **fields):
+    return client.post(url(cluster), {"sacct": sacct, "timezone": "UTC", **fields}, format="json")
+
+
+TABLE = report(
+    line("1001", state="COMPLETED"),
+    line("1002", state="RUNNING", end="Unknown", elapsed="600"),
+    line("1003_4", state="COMPLETED"),
+    line("1003_5", state="FAILED"),
+    line("1004+0", state="COMPLETED"),
+    line("1004+1", state="COMPLETED"),
+    line(
+        "1005",
+        state="PENDING",
+        start="Unknown",
+        end="Unknown",
+        elapsed="0",
+        nnodes="0",
+        nodelist="None assigned",
+        tres="",
+    ),  # fmt: skip
+)
+
+
+def test_posting_the_same_report_twice_leaves_the_same_rows(reporter, cluster):
+    first = post(reporter, cluster, TABLE)
+    assert first.status_code == 200, first.json()
+    assert first.json() == {"received": 7, "created": 7, "updated": 0, "unchanged": 0}
+    rows = list(Job.objects.order_by("job_id").values())
+    second = post(reporter, cluster, TABLE)
+    assert second.json() == {"received": 7, "created": 0, "updated": 0, "unchanged": 7}
+    again = list(Job.objects.order_by("job_id").values())
+    assert [r["id"] for r in again] == [r["id"] for r in rows]
+    ignore = {"last_reported_at"}  # the only thing a repeat moves: when the portal last heard of each job
+    assert [{k: v for k, v in r.items() if k not in ignore} for r in again] == [
+        {k: v for k, v in r.items() if k not in ignore} for r in rows
+    ]
+
+
+def test_array_and_heterogeneous_job_ids_are_distinct_jobs(reporter, cluster):
+    post(reporter, cluster, TABLE)
+    assert set(Job.objects.values_list("job_id", flat=True)) == {
+        "1001", "1002", "1003_4", "1003_5", "1004+0", "1004+1", "1005"
+    }  # fmt: skip
+
+
+def test_typed_and_untyped_gpu_entries_are_not_counted_twice(reporter, cluster):
+    tres = "billing=384,cpu=384,gres/gpu:h100=16,gres/gpu=16,mem=4000G,node=2"
+    post(reporter, cluster, report(line("2001", nnodes="2", nodelist="ip-10-1-0-[1-2]", tres=tres)))
+    job = Job.objects.get(job_id="2001")
+    assert (job.accelerators, job.accelerator_kind, job.accelerator_type) == (16, "gpu", "h100")
+    assert job.accelerator_hours == pytest.approx(16 * 2)  # two hours on 16 GPUs
+
+
+def test_trainium_without_gres_counts_sixteen_per_node(org, member):
+    allocation = ActiveAllocationFactory(organization=org, pool__instance_type=instance_type("trn1.32xlarge"))
+    cluster = ClusterFactory(organization=org, allocation=allocation)
+    client = APIClient()
+    client.force_authenticate(member)
+    post(client, cluster, report(line("3001", nnodes="4", nodelist="trn-[1-4]", tres="cpu=512,mem=2000G,node=4")))
+    assert Job.objects.get(job_id="3001").accelerators == 64
+
+
+def test_a_later_report_updates_the_job_in_place(reporter, cluster):
+    post(reporter, cluster, report(line("1002", state="RUNNING", end="Unknown", elapsed="600")))
+    response = post(reporter, cluster, report(line("1002", state="CANCELLED by 1000", end="2026-11-20T10:00:00")))
+    assert response.json()["updated"] == 1
+    job = Job.objects.get(job_id="1002")
+    assert (job.state, job.cancelled_by_uid) == ("CANCELLED", 1000)
+    assert job.ended_at == datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
+    assert Job.objects.count() == 1
+
+
+def test_times_are_read_in_the_timezone_the_report_names(reporter, cluster):
+    post(reporter, cluster, report(line("1")), timezone="Asia/Tokyo")
+    assert Job.objects.get().started_at == datetime(2026, 11, 20, 0, 16, tzinfo=UTC)  # 09:16 in Tokyo
+
+
+def test_the_report_may_be_posted_as_text_with_the_fields_in_the_query_string(reporter, cluster):
+    response = reporter.post(
+        url(cluster) + "?timezone=Asia/Tokyo&interval_seconds=600", TABLE, content_type="text/plain"
+    )
+    assert response.status_code == 200, response.json()
+    assert response.json()["created"] == 7
+    cluster.refresh_from_db()
+    assert cluster.report_interval_seconds == 600
+    assert cluster.last_report_at is not None
+
+
+def test_a_bad_line_is_a_400_naming_it_and_nothing_is_kept(reporter, cluster):
+    table = report(line("1"), line("2"), line("3", nnodes="two"))
+    response = post(reporter, cluster, table)
+    assert response.status_code == 400
+    assert response.json() == {"sacct": ["line 4: NNodes must be a whole number, found 'two'"]}
+    assert not Job.objects.exists()  # the two good lines before it are not kept either
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "says"),
+    [
+        ({"sacct": report(line("1")), "timezone": "Mars/Olympus"}, "timezone", "not a time zone"),
+        ({"sacct": report(line("1")), "interval_seconds": 5}, "interval_seconds", "greater than or equal to 30"),
+        ({"sacct": report(line("1")), "slurm_nodes": "just-a-name\n"}, "slurm_nodes", "line 1: expected"),
+        ({"sacct": report(line("1")), "sacc": "typo"}, "sacc", "Unknown field"),
+        ({}, "sacct", "required"),
+        ({"sacct": ["a", "b"]}, "sacct", "Not a valid string"),
+    ],
+)
+def test_bad_fields_are_400s_naming_the_field(reporter, cluster, body, field, says):
+    response = reporter.post(url(cluster), body, format="json")
+    assert response.status_code == 400
+    assert says in " ".join(response.json()[field])
+    assert not Job.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [(b"[1, 2]", "application/json"), (b"{not json", "application/json"), (b"\xff\xfe", "text/plain")],
+)
+def test_a_body_that_is_not_a_report_is_a_400(reporter, cluster, body, content_type):
+    response = reporter.generic("POST", url(cluster), body, content_type=content_type)
+    assert response.status_code == 400
+    assert response.json()["detail"]
+
+
+def test_a_body_over_twenty_megabytes_is_a_413_before_it_is_read(reporter, cluster):
+    response = reporter.generic(
+        "POST", url(cluster), b"x", content_type="text/plain", CONTENT_LENGTH=str(21 * 1024 * 1024)
+    )
+    assert response.status_code == 413
+    assert "limit is 20 MB" in response.json()["detail"]
+
+
+def test_a_real_twenty_one_megabyte_body_is_a_413_too(reporter, cluster):
+    body = (line("1") + "\n").encode() * (21 * 1024 * 1024 // 120)
+    response = reporter.generic("POST", url(cluster), body, content_type="text/plain")
+    assert response.status_code == 413
+    assert not Job.objects.exists()
+
+
+def test_another_clusters_token_is_a_404(reporter, org):
+    other = ClusterFactory(organization=org)  # the same organization, even
+    response = post(reporter, other, report(line("1")))
+    assert response.status_code == 404
+    assert not Job.objects.exists()
+
+
+def test_a_revoked_token_is_a_401_saying_so(cluster, member):
+    from workloads.reporting.services import revoke_token
+
+    token, key = issue_token(user=member, cluster=cluster, name="old")
+    revoke_token(user=member, token=token)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    response = post(client, cluster, report(line("1")))
+    assert response.status_code == 401
+    assert "revoked" in response.json()["detail"]
+
+
+def test_a_reporter_token_opens_nothing_but_its_ingest_endpoints(reporter, cluster):
+    for path in ("/api/v1/clusters/", f"/api/v1/clusters/{cluster.pk}/", "/api/v1/jobs/", "/api/v1/organizations/"):
+        response = reporter.get(path)
+        assert response.status_code == 401, path
+
+
+def test_no_credentials_is_a_401(cluster):
+    assert post(APIClient(), cluster, report(line("1"))).status_code == 401
+
+
+def test_another_orgs_member_gets_a_404(cluster, outsider):
+    client = APIClient()
+    client.force_authenticate(outsider)
+    assert post(client, cluster, report(line("1"))).status_code == 404
+
+
+def test_members_and_program_staff_may_post_with_their_own_credentials(cluster, member, support):
+    for user in (member, support):
+        client = APIClient()
+        client.force_authenticate(user)
+        assert post(client, cluster, report(line("1"))).status_code == 200
+
+
+def test_a_deleted_cluster_takes_no_reports(reporter, cluster):
+    cluster.status = cluster.Status.DELETED
+    cluster.save()
+    response = post(reporter, cluster, report(line("1")))
+    assert response.status_code == 409
+    assert "takes no reports" in response.json()["detail"]
+
+
+def test_an_eks_cluster_takes_no_slurm_report(org, member):
+    cluster = ClusterFactory(organization=org, kind="hyperpod_eks")
+    client = APIClient()
+    client.force_authenticate(member)
+    response = post(client, cluster, report(line("1")))
+    assert response.status_code == 400
+    assert "EKS" in str(response.json())
+
+
+def test_the_slurm_node_map_is_kept_for_the_cluster(reporter, cluster):
+    sinfo = "p5-st-p5-1|ip-10-1-0-1|10.1.0.1\np5-st-p5-1|ip-10-1-0-1|10.1.0.1\np5-dy-p5-9|p5-dy-p5-9|p5-dy-p5-9\n"
+    post(reporter, cluster, report(line("1")), slurm_nodes=sinfo)
+    cluster.refresh_from_db()
+    assert cluster.slurm_nodes == {"p5-st-p5-1": "10.1.0.1"}  # a node not placed yet maps to nothing
+
+
+def test_the_token_records_its_last_use(reporter, cluster):
+    post(reporter, cluster, report(line("1")))
+    assert cluster.reporter_tokens.get().last_used_at is not None

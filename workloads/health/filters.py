@@ -1,0 +1,26 @@
+"""Filters of health event lists, shared by the pages and the API."""
+
+from __future__ import annotations
+
+from django.utils.translation import gettext_lazy as _
+from django_filters import rest_framework as filters
+
+from tenants.filters import organization_choices, visible_rows
+from workloads.clusters.models import Cluster
+from workloads.health.models import HealthEvent
+
+
+class HealthEventFilter(filters.FilterSet):
+    organization = filters.ModelChoiceFilter(
+        label=_("Organization"), field_name="organization", to_field_name="slug", queryset=organization_choices
+    )
+    cluster = filters.ModelChoiceFilter(label=_("Cluster"), field_name="cluster", queryset=visible_rows(Cluster))
+    open = filters.BooleanFilter(label=_("Open"), field_name="resolved_at", lookup_expr="isnull",
+                                 help_text="true: conditions that still hold; false: resolved ones.")  # fmt: skip
+    severity = filters.ChoiceFilter(label=_("Severity"), choices=HealthEvent.Severity.choices)
+    kind = filters.ChoiceFilter(label=_("Kind"), choices=HealthEvent.Kind.choices)
+    instance_id = filters.CharFilter(label=_("Instance"))
+
+    class Meta:
+        model = HealthEvent
+        fields = ["organization", "cluster", "open", "severity", "kind", "instance_id"]

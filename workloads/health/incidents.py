@@ -1,0 +1,165 @@
+"""Incidents become support cases, written by the portal itself (tenants.access.SYSTEM): a critical GPU or node
+event, or an interconnect check under its baseline, opens a case for the organization — or, when the cluster
+already has an open case of that category, adds to it. The case says what was seen (instance, GPU, code) and
+what to do about it on this kind of cluster. The engineer assigned to the organization is notified as for any
+case event. When the condition clears, the case is told so; it stays for a person to close.
+
+The severity comes from INCIDENT_SEVERITY, a table staff can read on the health rules page. Case text is written
+in English, like the cloud's own messages: it is a record, read by both the tenant and the program team.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from contextlib import suppress
+from dataclasses import dataclass
+
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+
+from tenants.access import SYSTEM
+from workloads.clusters.models import Cluster
+from workloads.health.dcgm import Action
+from workloads.health.models import HealthEvent
+from workloads.support.models import SupportCase
+from workloads.support.services import add_comment, open_case
+
+Kind = HealthEvent.Kind
+S1, S2, S3 = SupportCase.Severity.S1, SupportCase.Severity.S2, SupportCase.Severity.S3
+
+
+@dataclass(frozen=True)
+class IncidentRule:
+    kind: str
+    code: int | None  # an Xid; None: any event of the kind
+    severity: str
+    why: str
+
+
+# Read top to bottom: the first rule matching an event's kind (and Xid) gives the case's severity.
+INCIDENT_SEVERITY: tuple[IncidentRule, ...] = (
+    IncidentRule(Kind.GPU_XID, 79, S2, "GPU fallen off the bus: the node's jobs fail until it is replaced."),
+    IncidentRule(Kind.GPU_XID, 95, S2, "Uncontained ECC error: other jobs on the node may have bad data."),
+    IncidentRule(Kind.GPU_XID, 64, S2, "Row remap failed: the GPU's memory can no longer be trusted."),
+    IncidentRule(Kind.GPU_XID, 74, S2, "NVLink error: collectives on the node fail or slow down."),
+    IncidentRule(Kind.GPU_XID, 48, S2, "Double-bit ECC error: the running job was hit."),
+    IncidentRule(Kind.GPU_XID, None, S3, "Other critical Xids (63, 94): a reset at the next chance."),
+    IncidentRule(Kind.ROW_REMAP_FAILURE, None, S2, "Row remap failed: replace the node."),
+    IncidentRule(Kind.ECC_DBE_VOLATILE, None, S2, "Uncorrectable memory errors on a running GPU."),
+    IncidentRule(Kind.MISSING_GPU, None, S2, "A GPU stopped reporting: usually fallen off the bus."),
+    IncidentRule(Kind.NODE_FAILURE, None, S2, "The cloud reports the node failed."),
+    IncidentRule(Kind.NODE_NOT_FOUND, None, S2, "The cloud lost the node."),
+    IncidentRule("nccl", None, S3, "Interconnect under its baseline: jobs run, slower than they should."),
+    IncidentRule("", None, S3, "Any other critical event."),
+)
+
+
+def case_severity(kind: str, code: int | None = None) -> str:
+    for rule in INCIDENT_SEVERITY:
+        if rule.kind in (kind, "") and rule.code in (code, None):
+            return rule.severity
+    return S3
+
+
+def recommended_action(cluster: Cluster, action: str, *, instance_id: str, gpu: int | None, host: str = "") -> str:
+    """What to do, in the commands of this kind of cluster."""
+    node = host or instance_id
+    if action == Action.REPLACE_NODE:
+        if cluster.kind == Cluster.Kind.PARALLELCLUSTER:
+            return (
+                f"Replace the node: drain it (scontrol update nodename={node} state=drain reason=health), then "
+                f"terminate the instance (aws ec2 terminate-instances --instance-ids {instance_id}); ParallelCluster "
+                "launches a new one."
+            )
+        return (
+            "Replace the node: aws sagemaker batch-replace-cluster-nodes "
+            f"--cluster-name {cluster.cloud_name} --node-ids {instance_id}"
+        )
+    if action == Action.REBOOT_NODE:
+        if cluster.kind == Cluster.Kind.PARALLELCLUSTER:
+            return f"Reboot the node: scontrol reboot ASAP nextstate=resume reason=health {node}"
+        return (
+            "Reboot the node: aws sagemaker batch-reboot-cluster-nodes "
+            f"--cluster-name {cluster.cloud_name} --node-ids {instance_id}"
+        )
+    if action == Action.RESET_GPU:
+        which = f" -i {gpu}" if gpu is not None else ""
+        return f"Reset the GPU when no job uses it (nvidia-smi -r{which} on {node}), or reboot the node."
+    if action == Action.RESTART_JOB:
+        return "Restart the job; open a case if the same error keeps coming back."
+    return "Watch it: nothing to do yet."
+
+
+def _event_line(event: HealthEvent, cluster: Cluster) -> str:
+    where = f"instance {event.instance_id}"
+    if event.node is not None and event.node.hostname:
+        where += f" ({event.node.hostname})"
+    if event.gpu is not None:
+        where += f", GPU {event.gpu}"
+    code = f", Xid {event.code}" if event.code is not None else ""
+    seen = timezone.localtime(event.observed_at).strftime("%Y-%m-%d %H:%M")
+    action = recommended_action(
+        cluster,
+        event.action,
+        instance_id=event.instance_id,
+        gpu=event.gpu,
+        host=event.node.hostname if event.node else "",
+    )
+    return f"- {event.message} — {where}{code}, seen {seen} ({event.get_source_display()}).\n  {action}"
+
+
+def open_case_for(cluster: Cluster, *, category: str) -> SupportCase | None:
+    """The cluster's open case of this category, newest first: where new incidents of the cluster go."""
+    return (
+        SupportCase.objects.for_org(cluster.organization)
+        .active()
+        .filter(cluster=cluster, category=category)
+        .order_by("-created_at", "-pk")
+        .first()
+    )
+
+
+def report(cluster: Cluster, *, category: str, severity: str, title: str, body: str) -> SupportCase:
+    """Open a case for the incident, or add it to the cluster's open case of the same category."""
+    case = open_case_for(cluster, category=category)
+    if case is None:
+        return open_case(
+            user=SYSTEM,
+            organization=cluster.organization,
+            title=title[:200],
+            description=body,
+            category=category,
+            severity=severity,
+            workload=cluster.workload,
+            cluster=cluster,
+        )
+    note = body if severity >= case.severity else f"{body}\n\nSuggested severity: {severity.upper()}."
+    add_comment(user=SYSTEM, case=case, body=f"{title}\n\n{note}")
+    return case
+
+
+def report_health(cluster: Cluster, *, opened: Iterable[HealthEvent], cleared: Iterable[HealthEvent]) -> None:
+    """Critical events just opened go to a case (one per poll, listing them all); events that cleared and had a
+    case say so on it. Runs inside the transaction that wrote the events."""
+    critical = [e for e in opened if e.severity == HealthEvent.Severity.CRITICAL and e.case_id is None]
+    if critical:
+        severity = min(case_severity(e.kind, e.code) for e in critical)  # "s1" < "s2": the most severe
+        first = critical[0]
+        more = f" and {len(critical) - 1} more" if len(critical) > 1 else ""
+        title = f"{first.message} on {first.instance_id}{more} — cluster {cluster.name}"
+        body = "The portal saw on cluster {name}:\n{lines}".format(
+            name=cluster.name, lines="\n".join(_event_line(e, cluster) for e in critical)
+        )
+        case = report(cluster, category=SupportCase.Category.NODE_HEALTH, severity=severity, title=title, body=body)
+        HealthEvent.objects.filter(pk__in=[e.pk for e in critical]).update(case=case)
+    by_case: dict[int, list[HealthEvent]] = {}
+    for event in cleared:
+        if event.case_id is not None:
+            by_case.setdefault(event.case_id, []).append(event)
+    for case in SupportCase.objects.for_org(cluster.organization).filter(pk__in=by_case):
+        lines = "\n".join(
+            f"- {e.message} — instance {e.instance_id}{f', GPU {e.gpu}' if e.gpu is not None else ''}"
+            for e in by_case[case.pk]
+        )
+        with suppress(ValidationError):  # a closed case takes no comment: someone already dealt with it
+            add_comment(user=SYSTEM, case=case, body=f"Condition cleared: the readings are normal again.\n{lines}")

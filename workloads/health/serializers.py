@@ -1,0 +1,61 @@
+"""API shapes of GPU health: the exporter text a cluster posts, and health events as the portal keeps them."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from portal import serializers as api
+from workloads.health.models import HealthEvent
+from workloads.reporting.ingest import report_field
+
+
+class HealthIngestSerializer(api.Serializer):
+    text_field = "metrics"  # a text/plain body is this field
+
+    metrics = report_field(
+        "One node's dcgm-exporter scrape (`curl http://<node>:9400/metrics`), in Prometheus's text format.",
+        allow_blank=True,
+    )
+    host = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=255,
+        help_text="The node it came from (Slurm node name, host name or instance id), for samples without a "
+        "Hostname label.",
+    )
+
+
+class HealthIngestResultSerializer(serializers.Serializer):
+    readings = serializers.IntegerField(help_text="Faults read (one per GPU and kind).")
+    opened = serializers.IntegerField(help_text="Health events opened by this report.")
+    resolved = serializers.IntegerField(help_text="Health events resolved: their readings are normal again.")
+    nodes = serializers.IntegerField(help_text="Nodes the report was about.")
+
+
+class HealthEventSerializer(api.ModelSerializer):
+    organization = api.SlugRelatedField(slug_field="slug", read_only=True)
+    cluster_name = serializers.CharField(source="cluster.name", read_only=True)
+    open = serializers.BooleanField(source="is_open", read_only=True, help_text="The condition still holds.")
+
+    class Meta:
+        model = HealthEvent
+        fields = [
+            "id",
+            "organization",
+            "cluster",
+            "cluster_name",
+            "instance_id",
+            "group_name",
+            "gpu",
+            "kind",
+            "code",
+            "severity",
+            "action",
+            "source",
+            "message",
+            "open",
+            "observed_at",
+            "resolved_at",
+            "case",
+        ]
+        read_only_fields = fields

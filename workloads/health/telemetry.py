@@ -1,0 +1,206 @@
+"""GPU readings (workloads.health.dcgm) become health events per node and GPU: open while the condition holds,
+resolved when the readings are normal again, never duplicated by repeated reads (one open event per node, GPU and
+kind: a database constraint). Two sources, one path: the exporter text a cluster posts for one node
+(`ingest_exporter_text`), and a Prometheus poll over many clusters (workloads.health.polling).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from tenants.models import InstanceType
+from workloads.clusters.hosts import HostIndex
+from workloads.clusters.models import Cluster, ClusterNode
+from workloads.health.dcgm import (
+    METRIC_RULES,
+    GpuReading,
+    Pair,
+    classify,
+    host_of,
+    parse_exposition,
+    sample_pairs,
+)
+from workloads.health.incidents import report_health
+from workloads.health.models import HealthEvent
+from workloads.telemetry_errors import field_errors
+
+Kind = HealthEvent.Kind
+KINDS = {"xid": Kind.GPU_XID, **{rule.kind: Kind(rule.kind) for rule in METRIC_RULES}}
+GPU_KINDS = frozenset(KINDS.values())
+COUNTER_METRICS = frozenset(rule.metric for rule in METRIC_RULES if rule.min_fraction is not None)
+GPU_ACCELERATORS = ("H100", "H200", "A100")  # catalog accelerators the DCGM exporter reports on
+
+
+@dataclass
+class Outcome:
+    readings: int = 0
+    opened: int = 0
+    resolved: int = 0
+    nodes: int = 0
+    unmatched_hosts: list[str] = field(default_factory=list)
+
+    def add(self, other: Outcome) -> None:
+        self.readings += other.readings
+        self.opened += other.opened
+        self.resolved += other.resolved
+        self.nodes += other.nodes
+
+
+def expected_gpus(instance_type: str, catalog: Mapping[str, tuple[str, int]]) -> int | None:
+    """GPUs a node of this type should report (None: not a GPU the exporter watches, e.g. Trainium)."""
+    accelerator, count = catalog.get(instance_type, ("", 0))
+    return count if any(name in accelerator for name in GPU_ACCELERATORS) else None
+
+
+def gpu_catalog() -> dict[str, tuple[str, int]]:
+    rows = InstanceType.objects.values_list("api_name", "accelerator", "accelerators_per_instance")
+    return {name: (accelerator, count) for name, accelerator, count in rows}
+
+
+def classify_node(
+    node: ClusterNode,
+    pairs: list[Pair],
+    *,
+    catalog: Mapping[str, tuple[str, int]],
+    previous: list[Pair] | None,
+    window_seconds: float | None,
+) -> list[GpuReading]:
+    """One node's readings; every sample is taken to be about this node (the caller matched it)."""
+    host = node.instance_id
+    mine = [({**labels, "instance_id": host}, value) for labels, value in pairs]
+    before = [({**labels, "instance_id": host}, value) for labels, value in previous] if previous else None
+    return list(
+        classify(
+            mine,
+            expected_gpus=expected_gpus(node.instance_type, catalog),
+            previous=before if before and window_seconds else None,
+            window_seconds=window_seconds if before else None,
+        )
+    )
+
+
+@transaction.atomic
+def apply_readings(
+    cluster: Cluster,
+    readings: Mapping[ClusterNode, list[GpuReading]],
+    *,
+    source: str,
+    now: datetime,
+    silent: Iterable[ClusterNode] = (),
+) -> Outcome:
+    """The cluster's GPU events for the nodes read (`readings`, each node's complete list: what is not in it is
+    normal), and a warning for each node whose exporter said nothing while others did (`silent`)."""
+    org = cluster.organization
+    silent = list(silent)
+    ids = [node.instance_id for node in (*readings, *silent)]
+    open_events = {
+        (e.instance_id, e.gpu, e.kind): e
+        for e in HealthEvent.objects.for_org(org).filter(
+            cluster=cluster, resolved_at=None, instance_id__in=ids, kind__in=[*GPU_KINDS, Kind.EXPORTER_SILENT]
+        )
+    }
+    new, resolved, still = [], [], set()
+    for node, node_readings in readings.items():
+        for reading in node_readings:
+            kind = KINDS[reading.kind]
+            key = (node.instance_id, reading.gpu, kind)
+            event = open_events.get(key)
+            if event is not None and event.code == reading.code:
+                still.add(key)
+                continue  # the same condition, read again
+            new.append(_event(cluster, node, reading, kind, source, now))
+    for node in silent:
+        key = (node.instance_id, None, Kind.EXPORTER_SILENT)
+        still.add(key)
+        if key not in open_events:
+            message = _("The GPU exporter on %(node)s sent nothing while the cluster's other nodes did.") % {
+                "node": node.hostname or node.instance_id
+            }
+            new.append(
+                HealthEvent(organization=org, cluster=cluster, node=node, instance_id=node.instance_id,
+                            group_name=node.group_name, kind=Kind.EXPORTER_SILENT,
+                            severity=HealthEvent.Severity.WARNING, source=source, message=message, observed_at=now)
+            )  # fmt: skip
+    for key, event in open_events.items():
+        if key not in still:
+            event.resolved_at = now  # normal again, or a new Xid replaced the one it held
+            resolved.append(event)
+    HealthEvent.objects.bulk_update(resolved, ["resolved_at"])  # first: the new may take their place
+    HealthEvent.objects.bulk_create(new)
+    report_health(cluster, opened=new, cleared=[e for e in resolved if e.kind != Kind.EXPORTER_SILENT])
+    return Outcome(
+        readings=sum(len(r) for r in readings.values()), opened=len(new), resolved=len(resolved), nodes=len(readings)
+    )
+
+
+def _event(cluster, node, reading: GpuReading, kind, source, now) -> HealthEvent:
+    return HealthEvent(
+        organization=cluster.organization,
+        cluster=cluster,
+        node=node,
+        instance_id=node.instance_id,
+        group_name=node.group_name,
+        gpu=reading.gpu,
+        kind=kind,
+        code=reading.code,
+        severity=HealthEvent.Severity(reading.severity.value),
+        action=reading.action.value,
+        source=source,
+        message=reading.message,
+        observed_at=now,
+    )
+
+
+@transaction.atomic
+def ingest_exporter_text(*, cluster: Cluster, text: str, host: str = "", now: datetime | None = None) -> Outcome:
+    """One node's dcgm-exporter scrape, posted by the cluster. The node is named by the samples (their instance id
+    or Hostname label) or by `host` (the Slurm node it was scraped from); a node the portal does not know is a 400.
+    Throttling is judged against the previous scrape posted for the node."""
+    now = now or timezone.now()
+    with field_errors("metrics"):
+        pairs = sample_pairs(parse_exposition(text).samples)
+        names = {host_of(labels, host or None) for labels, _value in pairs}
+    index = HostIndex(ClusterNode.objects.for_org(cluster.organization).filter(cluster=cluster),
+                      {cluster.pk: cluster.slurm_nodes or {}})  # fmt: skip
+    nodes = {name: index.live(cluster.pk, name) for name in names | ({host} if host else set())}
+    unknown = sorted(name for name, node in nodes.items() if node is None)
+    if unknown:
+        raise ValidationError(
+            {"host": _("No node of this cluster is called %(names)s.") % {"names": ", ".join(unknown)}}
+        )
+    by_node: dict[ClusterNode, list[Pair]] = defaultdict(list)
+    for labels, value in pairs:
+        by_node[nodes[host_of(labels, host or None)]].append((labels, value))
+    if not by_node and host:
+        by_node[nodes[host]] = []  # an exporter with nothing to say about any GPU: every condition cleared
+    catalog = gpu_catalog()
+    readings = {}
+    for node, node_pairs in by_node.items():
+        previous, window = _previous_counters(node, now)
+        readings[node] = classify_node(node, node_pairs, catalog=catalog, previous=previous, window_seconds=window)
+        _keep_counters(node, node_pairs, now)
+    return apply_readings(cluster, readings, source=HealthEvent.Source.PUSH, now=now)
+
+
+def _previous_counters(node: ClusterNode, now: datetime) -> tuple[list[Pair] | None, float | None]:
+    saved = node.gpu_counters or {}
+    if not saved.get("pairs") or not saved.get("at"):
+        return None, None
+    window = now.timestamp() - float(saved["at"])
+    if window <= 0:
+        return None, None
+    return [(labels, value) for labels, value in saved["pairs"]], window
+
+
+def _keep_counters(node: ClusterNode, pairs: list[Pair], now: datetime) -> None:
+    counters = [[dict(labels), value] for labels, value in pairs if labels.get("__name__") in COUNTER_METRICS]
+    node.gpu_counters = {"at": now.timestamp(), "pairs": counters} if counters else {}
+    ClusterNode.objects.filter(pk=node.pk).update(gpu_counters=node.gpu_counters)

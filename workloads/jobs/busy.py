@@ -1,0 +1,152 @@
+"""Busy accelerator-time: the accelerators scheduler jobs held, counted per node and hour and never more than the
+node ran in that hour (its run intervals × its accelerators). The usage rollup calls it for the days it rebuilds.
+
+- A job counts from Start to End; while it holds its nodes, up to the last report that listed it (never "now").
+- Its accelerators are shared out over the nodes of its NodeList (an even split; the remainder to the first ones).
+- A Slurm node name means a cloud node through the host key (workloads.clusters.hosts): HyperPod names nodes by
+  host name, ParallelCluster through the reporter's node map. A name the portal cannot place counts nothing, since
+  no running time is known for it. Where a private address came back on a replacement node, each hour goes to
+  the node that ran in it.
+- Hours are whole UTC hours: in the program's Asia/Tokyo they are its own hours, so they nest in program days.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+
+from django.db.models import Q
+from django.utils import timezone
+
+from tenants.models import InstanceType
+from workloads.clusters.hosts import HostIndex, host_key
+from workloads.clusters.models import Cluster, ClusterNode
+from workloads.jobs.models import Job
+from workloads.jobs.sacct import HOLDING_STATES, expand_nodelist
+from workloads.usage.definitions import overlap
+
+HOUR = timedelta(hours=1)
+
+
+@dataclass(frozen=True)
+class NodeRun:
+    """Part of a node's run interval inside the rollup's window, in a pool (as the rollup found it)."""
+
+    organization_id: int
+    cluster_id: int | None
+    node_id: int | None
+    pool_id: int
+    instance_type: str
+    start: datetime
+    end: datetime
+
+
+@dataclass
+class BusyTime:
+    by_pool: dict[tuple[int, int, date], int]  # (organization, pool, day) → accelerator-µs
+    by_cluster: dict[tuple[int, int | None, int, date], int]  # (organization, cluster, pool, day) → accelerator-µs
+    reporting: set[int]  # organizations with any job reported: their busy time is a figure, 0 included
+
+
+def hours(start: datetime, end: datetime):
+    """(hour start, µs of [start, end) in that hour) for each UTC hour the span touches."""
+    hour = start.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+    while hour < end:
+        if part := overlap(start, end, hour, hour + HOUR):
+            yield hour, part
+        hour += HOUR
+
+
+def busy_time(organization_ids: list[int], window: tuple[datetime, datetime], runs: list[NodeRun]) -> BusyTime:
+    reporting = set(
+        Job.objects.filter(organization_id__in=organization_ids).values_list("organization_id", flat=True).distinct()
+    )
+    result = BusyTime(by_pool=defaultdict(int), by_cluster=defaultdict(int), reporting=reporting)
+    if not reporting:
+        return result
+    demand = _demand(organization_ids, window)
+    if not demand:
+        return result
+    per_instance = dict(InstanceType.objects.values_list("api_name", "accelerators_per_instance"))
+    canonical = _canonical_keys({cluster for cluster, _key, _hour in demand})
+    # Each node's running time in the hours jobs wanted it, as accelerator-µs it could have been busy.
+    supply: dict[tuple, list[tuple[NodeRun, int]]] = defaultdict(list)
+    for run in runs:
+        key = canonical.get(run.node_id)
+        if key is None:
+            continue
+        for hour, part in hours(run.start, run.end):
+            if (*key, hour) in demand:
+                supply[(*key, hour)].append((run, part * per_instance.get(run.instance_type, 0)))
+    for slot, wanted in demand.items():
+        for run, capacity in supply.get(slot, ()):
+            if wanted <= 0:
+                break
+            given = min(wanted, capacity)
+            day = timezone.localdate(slot[2])
+            result.by_pool[(run.organization_id, run.pool_id, day)] += given
+            result.by_cluster[(run.organization_id, run.cluster_id, run.pool_id, day)] += given
+            wanted -= given
+    return result
+
+
+def _demand(organization_ids: list[int], window: tuple[datetime, datetime]) -> dict[tuple[int, str, datetime], int]:
+    """(cluster, host key, hour) → accelerator-µs the jobs held there inside the window."""
+    jobs = list(
+        Job.objects.filter(
+            organization_id__in=organization_ids, started_at__lt=window[1], accelerators__gt=0, node_count__gt=0
+        )
+        .filter(Q(ended_at__gt=window[0]) | Q(ended_at=None))
+        .exclude(node_list="")
+        .values_list(
+            "cluster_id",
+            "state",
+            "started_at",
+            "ended_at",
+            "last_reported_at",
+            "elapsed_seconds",
+            "node_list",
+            "accelerators",
+        )  # fmt: skip
+    )
+    if not jobs:
+        return {}
+    clusters = {job[0] for job in jobs}
+    index = HostIndex(
+        ClusterNode.objects.filter(cluster_id__in=clusters).only(
+            "cluster_id", "instance_id", "hostname", "gone_at", "first_seen_at"
+        ),  # fmt: skip
+        dict(Cluster.objects.filter(pk__in=clusters).values_list("pk", "slurm_nodes")),
+    )
+    demand: dict[tuple[int, str, datetime], int] = defaultdict(int)
+    for cluster_id, state, started, ended, reported, elapsed, node_list, accelerators in jobs:
+        if ended is not None:
+            until = ended
+        elif state in HOLDING_STATES:
+            until = reported
+        else:
+            until = started + timedelta(seconds=elapsed)
+        start, end = max(started, window[0]), min(until, window[1])
+        if end <= start:
+            continue
+        names = expand_nodelist(node_list)
+        share, extra = divmod(accelerators, len(names))
+        for position, name in enumerate(names):
+            nodes = index.nodes(cluster_id, name)
+            if not nodes:
+                continue  # a host the portal does not know ran nothing it can count
+            key = _canonical(nodes[-1])
+            for hour, part in hours(start, end):
+                demand[(cluster_id, key, hour)] += part * (share + (position < extra))
+    return demand
+
+
+def _canonical(node: ClusterNode) -> str:
+    """One key per host, whichever name a job used: the host name when the cloud gave one, else the instance id."""
+    return host_key(node.hostname) or host_key(node.instance_id)
+
+
+def _canonical_keys(clusters: set[int]) -> dict[int, tuple[int, str]]:
+    nodes = ClusterNode.objects.filter(cluster_id__in=clusters).only("cluster_id", "instance_id", "hostname")
+    return {node.pk: (node.cluster_id, _canonical(node)) for node in nodes}

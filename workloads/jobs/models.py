@@ -1,0 +1,108 @@
+"""Scheduler jobs as a cluster's reporter posts them (Slurm's sacct), one row per job allocation and cluster.
+
+A job row is an accounting record like a node's run interval: its accelerator-time feeds the busy
+accelerator-hours of the usage rollups, so it is never deleted with its cluster (PROTECT).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.db import models
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from tenants.models import Organization, TenantQuerySet
+from workloads.clusters.models import Cluster
+from workloads.jobs.sacct import HOLDING_STATES
+
+
+class JobQuerySet(TenantQuerySet):
+    def holding(self) -> JobQuerySet:
+        """Jobs the last report saw holding their nodes (running, completing, suspended...)."""
+        return self.filter(state__in=HOLDING_STATES)
+
+    def running(self) -> JobQuerySet:
+        """Holding their nodes, as far as the portal can tell: not on a silent reporter or a gone node."""
+        return self.holding().filter(state_unknown_since=None)
+
+
+class Job(models.Model):
+    organization = models.ForeignKey(
+        Organization, on_delete=models.PROTECT, related_name="+", verbose_name=_("organization")
+    )
+    cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="jobs", verbose_name=_("cluster"))
+    # As sacct prints it: 123, an array task 123_4, a pending array 123_[5-10], a heterogeneous part 123+1.
+    job_id = models.CharField(_("job id"), max_length=64)
+    name = models.CharField(_("name"), max_length=255, blank=True)
+    user = models.CharField(_("user"), max_length=64, blank=True)
+    account = models.CharField(_("account"), max_length=64, blank=True)
+    partition = models.CharField(_("partition"), max_length=64, blank=True)
+    state = models.CharField(_("state"), max_length=24)
+    cancelled_by_uid = models.IntegerField(_("cancelled by uid"), null=True, blank=True)
+    submitted_at = models.DateTimeField(_("submitted"), null=True, blank=True)
+    started_at = models.DateTimeField(_("started"), null=True, blank=True)
+    ended_at = models.DateTimeField(_("ended"), null=True, blank=True)
+    elapsed_seconds = models.PositiveBigIntegerField(_("elapsed seconds"), default=0)
+    node_count = models.PositiveIntegerField(_("nodes"), default=0)
+    node_list = models.TextField(_("node list"), blank=True)  # Slurm's hostlist, e.g. ip-10-1-0-[1-4]
+    accelerators = models.PositiveIntegerField(_("accelerators"), default=0)
+    accelerator_kind = models.CharField(_("accelerator kind"), max_length=8, blank=True)  # gpu, neuron
+    accelerator_type = models.CharField(_("accelerator type"), max_length=32, blank=True)  # h100
+    first_reported_at = models.DateTimeField(_("first reported"))
+    # The last report that listed the job: a job still holding its nodes counts up to here, never to "now".
+    last_reported_at = models.DateTimeField(_("last reported"))
+    # Set when the job was last seen holding nodes and the portal can no longer tell (its reporter went
+    # silent, or a node it ran on is gone); cleared by the next report that lists it.
+    state_unknown_since = models.DateTimeField(_("state unknown since"), null=True, blank=True)
+
+    objects = JobQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-submitted_at", "-pk"]
+        verbose_name = _("job")
+        verbose_name_plural = _("jobs")
+        constraints = [models.UniqueConstraint(fields=["cluster", "job_id"], name="one_row_per_cluster_job")]
+        indexes = [
+            models.Index(fields=["cluster", "-submitted_at"], name="job_cluster_submitted"),
+            models.Index(fields=["cluster", "state"], name="job_cluster_state"),
+            # Rollups: jobs ending in the window, then jobs without an end (as for node run intervals).
+            models.Index(fields=["organization", "ended_at"], name="job_org_end"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.job_id} {self.name}"
+
+    @property
+    def is_holding(self) -> bool:
+        return self.state in HOLDING_STATES
+
+    @property
+    def state_unknown(self) -> bool:
+        return self.is_holding and self.state_unknown_since is not None
+
+    @property
+    def counted_until(self) -> datetime | None:
+        """Where the job's accelerator-time ends: its End; while it holds its nodes, the last report that saw it
+        (never "now": a silent reporter must not invent busy hours); a finished job without an End, Start plus
+        ElapsedRaw. None before it starts."""
+        if self.started_at is None:
+            return None
+        if self.ended_at is not None:
+            return max(self.ended_at, self.started_at)
+        if self.is_holding:
+            return max(self.last_reported_at, self.started_at)
+        return self.started_at + timedelta(seconds=self.elapsed_seconds)
+
+    @property
+    def accelerator_hours(self) -> float:
+        until = self.counted_until
+        if until is None or not self.accelerators:
+            return 0.0
+        return (until - self.started_at).total_seconds() / 3600 * self.accelerators
+
+    @property
+    def running_for(self) -> timedelta | None:
+        if self.started_at is None or not self.is_holding:
+            return None
+        return timezone.now() - self.started_at

@@ -1,0 +1,213 @@
+"""Ingesting a cluster's job table (sacct, posted by its reporter or a member's script) and keeping what the
+portal shows of running jobs honest.
+
+One report is one transaction: it is parsed whole first (a bad line refuses all of it), then upserted per
+(cluster, job id) — posting the same report twice leaves the same rows. Each change marks the organization's
+days for the usage rollup, whose busy accelerator-hours are computed from these rows (workloads.jobs.busy).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from workloads.clusters.hosts import HostIndex
+from workloads.clusters.models import Cluster, ClusterNode
+from workloads.jobs.models import Job
+from workloads.jobs.sacct import SacctJob, expand_nodelist, parse_sacct, parse_sinfo_nodes
+from workloads.telemetry_errors import field_errors
+from workloads.usage.rollups import mark_days
+
+CHUNK = 2_000  # ids per IN (...) list: well under SQLite's 32,766 variables
+MIN_INTERVAL, MAX_INTERVAL = 30, 86_400  # seconds between reports, as the reporter says
+
+# The columns a report sets, in the order of SacctJob's fields.
+REPORTED = (
+    "name",
+    "user",
+    "account",
+    "partition",
+    "state",
+    "cancelled_by_uid",
+    "submitted_at",
+    "started_at",
+    "ended_at",
+    "elapsed_seconds",
+    "node_count",
+    "node_list",
+    "accelerators",
+    "accelerator_kind",
+    "accelerator_type",
+)
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    received: int
+    created: int
+    updated: int
+    unchanged: int
+
+
+def zone(name: str) -> ZoneInfo:
+    """The time zone the report's times are in (sacct prints local times without an offset)."""
+    try:
+        return ZoneInfo((name or "UTC").strip())
+    except (ZoneInfoNotFoundError, ValueError):
+        message = _("“%(name)s” is not a time zone, e.g. UTC or Asia/Tokyo.") % {"name": name}
+        raise ValidationError({"timezone": message}) from None
+
+
+def accelerators_per_node(cluster: Cluster) -> int:
+    """What one worker holds (8 GPUs on p5, 16 Trainium chips on trn1): counts a job whose AllocTRES names none."""
+    return cluster.allocation.pool.instance_type.accelerators_per_instance
+
+
+def _columns(job: SacctJob) -> dict:
+    return {
+        "name": job.name[:255],
+        "user": job.user[:64],
+        "account": job.account[:64],
+        "partition": job.partition[:64],
+        "state": job.state,
+        "cancelled_by_uid": job.cancelled_by_uid,
+        "submitted_at": job.submit,
+        "started_at": job.start,
+        "ended_at": job.end,
+        "elapsed_seconds": job.elapsed_seconds,
+        "node_count": job.node_count,
+        "node_list": job.node_list,
+        "accelerators": job.accelerators,
+        "accelerator_kind": job.accelerator_kind or "",
+        "accelerator_type": (job.accelerator_type or "")[:32],
+    }
+
+
+def ingest_sacct(
+    *,
+    cluster: Cluster,
+    text: str,
+    timezone_name: str = "UTC",
+    slurm_nodes: str = "",
+    interval_seconds: int | None = None,
+    now: datetime | None = None,
+) -> IngestResult:
+    """Upsert the report's jobs; raises ParseError (naming the line) or ValidationError and then writes nothing."""
+    if cluster.kind == Cluster.Kind.HYPERPOD_EKS:
+        raise ValidationError(_("This is an EKS cluster: Slurm job reports come from Slurm clusters only."))
+    tz = zone(timezone_name)
+    with field_errors("sacct"):
+        parsed = parse_sacct(text, tz=tz, accelerators_per_node=accelerators_per_node(cluster))
+    with field_errors("slurm_nodes"):
+        aliases = parse_sinfo_nodes(slurm_nodes) if slurm_nodes.strip() else None
+    if interval_seconds is not None and not MIN_INTERVAL <= interval_seconds <= MAX_INTERVAL:
+        raise ValidationError(
+            {
+                "interval_seconds": _("Between %(low)d and %(high)d seconds.")
+                % {"low": MIN_INTERVAL, "high": MAX_INTERVAL}
+            }
+        )
+    now = now or timezone.now()
+    with transaction.atomic():
+        # One report of a cluster at a time: two reporters (or a retry racing its original) never interleave.
+        Cluster.objects.select_for_update().filter(pk=cluster.pk).first()
+        result, first_moved = _upsert(cluster, parsed, now)
+        updates = {"last_report_at": now, "reporter_silent_since": None}
+        if interval_seconds is not None:
+            updates["report_interval_seconds"] = interval_seconds
+        if aliases is not None:
+            updates["slurm_nodes"] = aliases
+            cluster.slurm_nodes = aliases
+        Cluster.objects.filter(pk=cluster.pk).update(**updates)
+        flag_jobs_on_gone_nodes(cluster, now=now)
+        if first_moved is not None:
+            mark_days(cluster.organization_id, timezone.localdate(first_moved))
+    return result
+
+
+def _upsert(cluster: Cluster, parsed: tuple[SacctJob, ...], now: datetime) -> tuple[IngestResult, datetime | None]:
+    existing: dict[str, Job] = {}
+    ids = [job.job_id for job in parsed]
+    for start in range(0, len(ids), CHUNK):
+        rows = Job.objects.for_org(cluster.organization).filter(cluster=cluster, job_id__in=ids[start : start + CHUNK])
+        existing.update((row.job_id, row) for row in rows)
+    to_create, to_update, unchanged = [], [], []
+    moved: list[datetime] = []  # from when each change moves accelerator-time
+    for job in parsed:
+        columns = _columns(job)
+        row = existing.get(job.job_id)
+        if row is None:
+            to_create.append(
+                Job(
+                    organization_id=cluster.organization_id,
+                    cluster=cluster,
+                    job_id=job.job_id,
+                    first_reported_at=now,
+                    last_reported_at=now,
+                    **columns,
+                )
+            )
+            if job.start is not None and job.accelerators:
+                moved.append(job.start)
+            continue
+        if row.is_holding and row.started_at is not None:
+            moved.append(row.counted_until)  # a running job's time grows from where the last report left it
+        if all(getattr(row, name) == value for name, value in columns.items()):
+            unchanged.append(row.pk)
+            continue
+        moved.extend(t for t in (row.started_at, job.start, row.counted_until) if t is not None)
+        for name, value in columns.items():
+            setattr(row, name, value)
+        row.last_reported_at, row.state_unknown_since = now, None
+        to_update.append(row)
+    Job.objects.bulk_create(to_create, batch_size=1_000)
+    Job.objects.bulk_update(to_update, [*REPORTED, "last_reported_at", "state_unknown_since"], batch_size=500)
+    for start in range(0, len(unchanged), CHUNK):
+        Job.objects.filter(pk__in=unchanged[start : start + CHUNK]).update(
+            last_reported_at=now, state_unknown_since=None
+        )
+    result = IngestResult(
+        received=len(parsed), created=len(to_create), updated=len(to_update), unchanged=len(unchanged)
+    )
+    return result, min(moved, default=None)
+
+
+def flag_jobs_unknown(cluster: Cluster, *, now: datetime) -> int:
+    """The cluster's reporter went silent: what it last saw holding nodes may have ended since."""
+    return (
+        Job.objects.for_org(cluster.organization)
+        .filter(cluster=cluster, state_unknown_since=None)
+        .holding()
+        .update(state_unknown_since=now)
+    )
+
+
+def flag_jobs_on_gone_nodes(cluster: Cluster, *, now: datetime) -> int:
+    """Jobs still shown holding a node that the cloud no longer lists cannot be running there."""
+    org = cluster.organization_id
+    jobs = list(
+        Job.objects.filter(organization_id=org, cluster=cluster, state_unknown_since=None)
+        .holding()
+        .exclude(node_list="")
+        .only("pk", "node_list")
+    )
+    if not jobs:
+        return 0
+    index = HostIndex(
+        ClusterNode.objects.filter(organization_id=org, cluster=cluster), {cluster.pk: cluster.slurm_nodes or {}}
+    )
+    stale = [
+        job.pk
+        for job in jobs
+        if any(
+            (nodes := index.nodes(cluster.pk, name)) and nodes[-1].gone_at is not None
+            for name in expand_nodelist(job.node_list)
+        )
+    ]
+    return Job.objects.filter(pk__in=stale).update(state_unknown_since=now) if stale else 0

@@ -1,0 +1,1 @@
+"""The cluster reporter: per-cluster tokens, the head-node script, silent reporters."""

@@ -1,0 +1,111 @@
+"""Interconnect validation: the baselines staff keep per instance type and node count, and every nccl-tests run a
+cluster posted, judged against its baseline. Written only by workloads.validation.services."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+from tenants.models import InstanceType, Organization, TenantQuerySet
+from workloads.clusters.models import Cluster
+
+
+class NcclBaseline(models.Model):
+    """What a healthy interconnect reaches: the peak all_reduce bus bandwidth of large messages on this many
+    nodes of this type. A run whose peak falls under `min_fraction` of it marks the cluster suspect."""
+
+    instance_type = models.ForeignKey(
+        InstanceType, on_delete=models.PROTECT, related_name="nccl_baselines", verbose_name=_("instance type")
+    )
+    nodes = models.PositiveSmallIntegerField(
+        _("nodes"), validators=[MinValueValidator(1), MaxValueValidator(10_000)], help_text=_("Nodes in the run.")
+    )
+    size_bytes = models.PositiveBigIntegerField(_("message size (bytes)"), help_text=_("Where the peak is reached."))
+    busbw_gbps = models.FloatField(
+        _("bus bandwidth (GB/s)"), validators=[MinValueValidator(0.01), MaxValueValidator(100_000)]
+    )
+    min_fraction = models.DecimalField(
+        _("suspect below"),
+        max_digits=3,
+        decimal_places=2,
+        default=Decimal("0.90"),
+        validators=[MinValueValidator(0.01), MaxValueValidator(1)],
+        help_text=_("A fraction of the baseline: 0.90 marks a run reaching less than 90% of it."),
+    )
+    source = models.CharField(_("source"), max_length=300, blank=True)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
+
+    class Meta:
+        ordering = ["instance_type__api_name", "nodes"]
+        verbose_name = _("NCCL baseline")
+        verbose_name_plural = _("NCCL baselines")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["instance_type", "nodes"],
+                name="one_nccl_baseline_per_type_and_nodes",
+                violation_error_message=_("There is already a baseline for this instance type and node count."),
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.instance_type} × {self.nodes}: {self.busbw_gbps:g} GB/s"
+
+
+class NcclValidation(models.Model):
+    class Verdict(models.TextChoices):
+        PASSED = "passed", _("Passed")
+        SUSPECT = "suspect", _("Suspect")
+        NO_BASELINE = "no_baseline", _("No baseline")
+
+    organization = models.ForeignKey(
+        Organization, on_delete=models.PROTECT, related_name="+", verbose_name=_("organization")
+    )
+    cluster = models.ForeignKey(
+        Cluster, on_delete=models.CASCADE, related_name="validations", verbose_name=_("cluster")
+    )
+    instance_type = models.CharField(_("instance type"), max_length=40)
+    nodes = models.PositiveSmallIntegerField(_("nodes"))
+    ranks = models.PositiveIntegerField(_("ranks"), null=True, blank=True)
+    hosts = models.JSONField(_("hosts"), default=list, blank=True)
+    # [[size in bytes, out-of-place busbw, in-place busbw], ...] in GB/s: the chart's points.
+    rows = models.JSONField(_("bus bandwidth by message size"), default=list)
+    peak_busbw_gbps = models.FloatField(_("peak bus bandwidth (GB/s)"))
+    peak_size_bytes = models.PositiveBigIntegerField(_("peak at (bytes)"))
+    avg_busbw_gbps = models.FloatField(_("average bus bandwidth (GB/s)"), null=True, blank=True)
+    out_of_bounds = models.PositiveIntegerField(_("out-of-bounds values"), null=True, blank=True)
+    wrong_values = models.PositiveIntegerField(_("wrong values"), default=0)
+    elided = models.BooleanField(_("rows left out of the log"), default=False)
+    baseline = models.ForeignKey(NcclBaseline, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    # The baseline as it was when this run was judged: a later edit of the baseline does not rewrite history.
+    baseline_busbw_gbps = models.FloatField(_("baseline (GB/s)"), null=True, blank=True)
+    baseline_nodes = models.PositiveSmallIntegerField(_("baseline nodes"), null=True, blank=True)
+    min_fraction = models.DecimalField(_("suspect below"), max_digits=3, decimal_places=2, null=True, blank=True)
+    fraction = models.FloatField(_("share of the baseline"), null=True, blank=True)
+    verdict = models.CharField(_("verdict"), max_length=16, choices=Verdict.choices)
+    reasons = models.JSONField(_("reasons"), default=list, blank=True)
+    log = models.TextField(_("log"), blank=True)
+    submitted_at = models.DateTimeField(_("submitted"), auto_now_add=True, db_index=True)
+    submitted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    case = models.ForeignKey(
+        "workloads.SupportCase", on_delete=models.SET_NULL, null=True, blank=True, related_name="validations"
+    )
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-submitted_at", "-pk"]
+        verbose_name = _("NCCL validation")
+        verbose_name_plural = _("NCCL validations")
+        indexes = [models.Index(fields=["cluster", "-submitted_at"], name="validation_cluster_time")]
+
+    def __str__(self) -> str:
+        return f"{self.cluster} {self.submitted_at:%Y-%m-%d %H:%M} {self.verdict}"

@@ -1,0 +1,154 @@
+"""Recording an nccl-tests run a cluster posted: parsed whole (a bad line refuses it), judged against the baseline
+for its instance type and node count, kept with its per-size bus bandwidth for the chart. A run under its
+baseline marks the cluster "interconnect suspect" and goes to a networking case (workloads.health.incidents); the
+next run that passes clears the mark and says so on the case.
+"""
+
+from __future__ import annotations
+
+from contextlib import suppress
+from datetime import datetime
+from decimal import Decimal
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from tenants.access import SYSTEM, require_program_manager
+from tenants.models import InstanceType
+from workloads.clusters.models import Cluster, ClusterInstanceGroup
+from workloads.health.incidents import case_severity, open_case_for, report
+from workloads.support.models import SupportCase
+from workloads.support.services import add_comment
+from workloads.telemetry_errors import field_errors
+from workloads.validation.models import NcclBaseline, NcclValidation
+from workloads.validation.nccl import judge, parse_nccl_log
+
+MAX_LOG_CHARS = 1_000_000  # kept for support to read; a longer log is kept cut, with a note
+MAX_NODES = 10_000
+
+
+def worker_type(cluster: Cluster) -> str:
+    """The instance type the test ran on: the cluster's largest worker group."""
+    groups = ClusterInstanceGroup.objects.for_org(cluster.organization).filter(
+        cluster=cluster, role=ClusterInstanceGroup.Role.WORKER
+    )
+    group = groups.order_by("-instance_count", "name").first()
+    return group.instance_type if group else cluster.allocation.pool.instance_type.api_name
+
+
+def baseline_for(instance_type: str, nodes: int) -> NcclBaseline | None:
+    """The baseline for this many nodes, else the nearest smaller multi-node one (a large-message peak holds across
+    node counts once the run crosses EFA); a single-node run has only its own."""
+    baselines = NcclBaseline.objects.filter(instance_type__api_name=instance_type, nodes__lte=nodes)
+    if nodes > 1:
+        baselines = baselines.filter(nodes__gt=1)
+    return baselines.order_by("-nodes").first()
+
+
+@transaction.atomic
+def record_validation(*, cluster: Cluster, log: str, nodes: int | None = None, actor=None, now: datetime | None = None):
+    with field_errors("log"):
+        run = parse_nccl_log(log)
+    if run.hosts:
+        counted = len(run.hosts)
+        if nodes is not None and nodes != counted:
+            message = _("The log ran on %(n)d hosts (its Rank lines), not %(given)d.") % {"n": counted, "given": nodes}
+            raise ValidationError({"nodes": message})
+        nodes = counted
+    if nodes is None:
+        raise ValidationError({"nodes": _("The log does not say on how many nodes it ran: give nodes.")})
+    if not 1 <= nodes <= MAX_NODES:
+        raise ValidationError({"nodes": _("Between 1 and %(max)d.") % {"max": MAX_NODES}})
+    instance_type = worker_type(cluster)
+    baseline = baseline_for(instance_type, nodes)
+    validation = NcclValidation(
+        organization_id=cluster.organization_id,
+        cluster=cluster,
+        instance_type=instance_type,
+        nodes=nodes,
+        ranks=run.ranks,
+        hosts=list(run.hosts),
+        rows=[[row.size_bytes, row.out_of_place.busbw_gbps, row.in_place.busbw_gbps] for row in run.rows],
+        peak_busbw_gbps=run.peak_busbw_gbps,
+        peak_size_bytes=run.peak_size_bytes,
+        avg_busbw_gbps=run.avg_busbw_gbps,
+        out_of_bounds=run.out_of_bounds,
+        elided=run.elided,
+        log=log if len(log) <= MAX_LOG_CHARS else log[:MAX_LOG_CHARS] + "\n[… cut: the log was longer]\n",
+        submitted_by=actor if actor is not None and actor.is_authenticated else None,
+    )
+    if baseline is None:
+        validation.verdict = NcclValidation.Verdict.NO_BASELINE
+        validation.reasons = [
+            _("No baseline for %(type)s on %(nodes)d nodes: program staff set one on the health rules page.")
+            % {"type": instance_type, "nodes": nodes}
+        ]
+    else:
+        judgement = judge(run, baseline.busbw_gbps, float(baseline.min_fraction))
+        validation.baseline = baseline
+        validation.baseline_busbw_gbps, validation.baseline_nodes = baseline.busbw_gbps, baseline.nodes
+        validation.min_fraction, validation.fraction = baseline.min_fraction, judgement.fraction
+        validation.wrong_values = judgement.wrong_values
+        validation.verdict = judgement.verdict
+        validation.reasons = list(judgement.reasons)
+    validation.save()
+    _follow_up(cluster, validation, now=now or timezone.now())
+    return validation
+
+
+def _follow_up(cluster: Cluster, validation: NcclValidation, *, now: datetime) -> None:
+    if validation.verdict == NcclValidation.Verdict.SUSPECT:
+        Cluster.objects.filter(pk=cluster.pk, interconnect_suspect_since=None).update(interconnect_suspect_since=now)
+        title = (
+            f"Interconnect suspect on cluster {cluster.name}: all_reduce peak {validation.peak_busbw_gbps:g} GB/s on "
+            f"{validation.nodes} nodes"
+        )
+        body = (
+            f"An nccl-tests run on {validation.nodes} × {validation.instance_type} reached "
+            f"{validation.peak_busbw_gbps:g} GB/s at {validation.peak_size_bytes:,} bytes "
+            f"(average {validation.avg_busbw_gbps if validation.avg_busbw_gbps is not None else 'not reported'}), "
+            f"against a baseline of {validation.baseline_busbw_gbps:g} GB/s on {validation.baseline_nodes} nodes.\n"
+            + "\n".join(f"- {reason}" for reason in validation.reasons)
+            + "\nCheck EFA on every node (fi_info -p efa; the EFA exporter's error counters), the aws-ofi-nccl and "
+            "NCCL versions, and run the test again node pair by node pair to find the slow one."
+        )
+        case = report(
+            cluster,
+            category=SupportCase.Category.NETWORKING,
+            severity=case_severity("nccl"),
+            title=title,
+            body=body,
+        )
+        NcclValidation.objects.filter(pk=validation.pk).update(case=case)
+        validation.case = case
+    elif validation.verdict == NcclValidation.Verdict.PASSED and cluster.interconnect_suspect_since is not None:
+        Cluster.objects.filter(pk=cluster.pk).update(interconnect_suspect_since=None)
+        case = open_case_for(cluster, category=SupportCase.Category.NETWORKING)
+        if case is not None and NcclValidation.objects.filter(case=case).exists():
+            with suppress(ValidationError):
+                add_comment(
+                    user=SYSTEM,
+                    case=case,
+                    body=f"Condition cleared: a later nccl-tests run reached {validation.peak_busbw_gbps:g} GB/s "
+                    f"({validation.fraction:.0%} of the baseline).",
+                )
+
+
+def save_baseline(*, user, instance_type: InstanceType, nodes: int, busbw_gbps: float, size_bytes: int,
+                  min_fraction: Decimal, source: str = "") -> NcclBaseline:  # fmt: skip
+    """Add or change the baseline for a type and node count (program managers, on the health rules page)."""
+    require_program_manager(user)
+    baseline, _created = NcclBaseline.objects.update_or_create(
+        instance_type=instance_type,
+        nodes=nodes,
+        defaults={
+            "busbw_gbps": busbw_gbps,
+            "size_bytes": size_bytes,
+            "min_fraction": min_fraction,
+            "source": source,
+            "updated_by": user,
+        },
+    )
+    return baseline
