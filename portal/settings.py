@@ -181,6 +181,13 @@ CELERY_BEAT_SCHEDULE: dict = {
         }
         for queue in WORKER_QUEUES
     },
+    # What clusters report: reporters silent for three intervals are marked, their running jobs "state unknown".
+    "check-reporters": {"task": "workloads.reporting.check_reporters", "schedule": 60.0},
+    # GPU health from Prometheus (DCGM exporter series), two queries per source.
+    "poll-gpu-telemetry": {
+        "task": "workloads.health.poll_gpu_telemetry",
+        "schedule": env_int("GPU_TELEMETRY_SECONDS", 120),
+    },
     # Allocations move scheduled → active → expired as program days pass.
     "refresh-allocation-statuses": {"task": "tenants.tasks.refresh_allocation_statuses", "schedule": 3600.0},
     # Usage rollups: today's allocated time grows, yesterday closes (polls also roll up what they saw).

@@ -12,6 +12,7 @@ from rest_framework.test import APIClient  # noqa: E402
 from tenants.catalog import load_catalog  # noqa: E402
 from tenants.models import InstancePrice, InstanceType, Membership, StaffRole  # noqa: E402
 from tests.factories import MembershipFactory, OrganizationFactory, StaffRoleFactory  # noqa: E402
+from workloads.validation.services import seed_baselines  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -31,9 +32,10 @@ def empty_cache():
 @pytest.fixture
 def catalog(django_db_blocker):
     """Transactional tests (live server, real workers, concurrency) flush the tables between tests,
-    the migration-seeded instance-type catalog included: this puts it back (idempotent)."""
+    the migration-seeded instance-type catalog and NCCL baselines included: this puts them back (idempotent)."""
     with django_db_blocker.unblock():
         load_catalog(instance_type_model=InstanceType, price_model=InstancePrice)
+        seed_baselines()
 
 
 @pytest.fixture

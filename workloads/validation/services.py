@@ -23,10 +23,11 @@ from workloads.support.models import SupportCase
 from workloads.support.services import add_comment
 from workloads.telemetry_errors import field_errors
 from workloads.validation.models import NcclBaseline, NcclValidation
-from workloads.validation.nccl import judge, parse_nccl_log
+from workloads.validation.nccl import P5_MULTINODE_BASELINE, judge, parse_nccl_log
 
 MAX_LOG_CHARS = 1_000_000  # kept for support to read; a longer log is kept cut, with a note
 MAX_NODES = 10_000
+DEFAULT_BASELINES = (P5_MULTINODE_BASELINE,)
 
 
 def worker_type(cluster: Cluster) -> str:
@@ -134,6 +135,18 @@ def _follow_up(cluster: Cluster, validation: NcclValidation, *, now: datetime) -
                     body=f"Condition cleared: a later nccl-tests run reached {validation.peak_busbw_gbps:g} GB/s "
                     f"({validation.fraction:.0%} of the baseline).",
                 )
+
+
+def seed_baselines() -> None:
+    """The catalog's default baselines (the migration seeds them; this puts them back, e.g. after a test flush)."""
+    for default in DEFAULT_BASELINES:
+        instance_type = InstanceType.objects.filter(api_name=default.instance_type).first()
+        if instance_type is not None:
+            NcclBaseline.objects.get_or_create(
+                instance_type=instance_type,
+                nodes=default.nodes,
+                defaults={"size_bytes": default.size_bytes, "busbw_gbps": default.busbw_gbps, "source": default.source},
+            )
 
 
 def save_baseline(*, user, instance_type: InstanceType, nodes: int, busbw_gbps: float, size_bytes: int,

@@ -1,0 +1,267 @@
+"""GPU health end to end: DCGM exporter series read from a real Prometheus (and exporter text posted by a cluster)
+become health events per node and GPU, and critical ones support cases the tenant sees and no other tenant does."""
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from django.test import Client
+from rest_framework.test import APIClient
+
+from tests.factories import ClusterFactory, ClusterNodeFactory, MembershipFactory, StaffRoleFactory
+from workloads.health import polling
+from workloads.health.dcgm import XID_METRIC
+from workloads.health.models import HealthEvent, PrometheusSource
+from workloads.models import CaseEvent, Cluster, SupportCase
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+T0 = datetime(2026, 11, 20, 3, 0, tzinfo=UTC)
+MINUTE = timedelta(minutes=1)
+SAMPLE = Path(__file__).parent.parent / "samples" / "dcgm_exporter_metrics_h100.txt"
+
+
+def xid(host, gpu, *values):
+    """An XID series: values every minute from T0."""
+    return (XID_METRIC, {"Hostname": host, "gpu": str(gpu)}, [(T0 + i * MINUTE, v) for i, v in enumerate(values)])
+
+
+def healthy(host, gpus=8, minutes=30):
+    return [xid(host, gpu, *[0] * minutes) for gpu in range(gpus)]
+
+
+@pytest.fixture
+def lead(db):
+    return StaffRoleFactory(role="support_engineer").user
+
+
+@pytest.fixture
+def cluster(org, lead, catalog):
+    org.lead_engineer = lead
+    org.save()
+    cluster = ClusterFactory(organization=org, name="p5-train", cloud_name="fmp-1-p5-train")
+    for n in (1, 2):
+        ClusterNodeFactory(cluster=cluster, instance_id=f"i-000{n}", hostname=f"ip-10-1-0-{n}.ec2.internal")
+    return cluster
+
+
+def source(**fields):
+    return PrometheusSource.objects.create(name="program AMP", url=fields.pop("url"), **fields)
+
+
+def test_an_xid_from_prometheus_opens_one_case_adds_to_it_and_clears(prometheus, cluster, org, member, outsider):
+    series = [
+        # GPU 3 of node 1 falls off the bus at minute 5 and is back to 0 (exporter restarted) at minute 20.
+        xid("ip-10-1-0-1", 3, *[0] * 5, *[79] * 15, *[0] * 10),
+        # Node 2's GPU 1 gets a double-bit ECC Xid at minute 10, cleared at minute 20 too.
+        xid("ip-10-1-0-2", 1, *[0] * 10, *[48] * 10, *[0] * 10),
+        *[xid("ip-10-1-0-1", g, *[0] * 30) for g in (0, 1, 2, 4, 5, 6, 7)],
+        *[xid("ip-10-1-0-2", g, *[0] * 30) for g in (0, 2, 3, 4, 5, 6, 7)],
+    ]
+    server = prometheus(series)
+    amp = source(url=server.url)
+
+    polling.poll_source(amp, now=T0 + 2 * MINUTE)
+    assert not HealthEvent.objects.exists() and not SupportCase.objects.exists()
+
+    polling.poll_source(amp, now=T0 + 6 * MINUTE)
+    polling.poll_source(amp, now=T0 + 7 * MINUTE)  # read again: nothing new
+    (event,) = HealthEvent.objects.all()
+    assert (event.instance_id, event.gpu, event.kind, event.code) == ("i-0001", 3, "gpu_xid", 79)
+    assert event.severity == "critical" and event.source == "prometheus" and event.resolved_at is None
+    (case,) = SupportCase.objects.all()
+    assert (case.organization, case.cluster, case.category, case.severity) == (org, cluster, "node_health", "s2")
+    assert case.opened_by is None  # the portal opened it, as "system"
+    assert "i-0001" in case.description and "GPU 3" in case.description and "Xid 79" in case.description
+    assert "batch-replace-cluster-nodes --cluster-name fmp-1-p5-train --node-ids i-0001" in case.description
+    assert event.case == case
+    cluster.refresh_from_db()
+
+    polling.poll_source(amp, now=T0 + 11 * MINUTE)  # node 2's Xid 48: the same cluster's open case
+    assert SupportCase.objects.count() == 1
+    comment = CaseEvent.objects.filter(case=case, kind="comment").get()
+    assert "i-0002" in comment.body and "Xid 48" in comment.body and comment.actor is None
+    assert HealthEvent.objects.filter(resolved_at=None).count() == 2
+
+    polling.poll_source(amp, now=T0 + 21 * MINUTE)  # both back to 0
+    assert HealthEvent.objects.filter(resolved_at=None).count() == 0
+    assert SupportCase.objects.get().status == "open"  # stays for a person to close
+    added, cleared = [e.body for e in CaseEvent.objects.filter(case=case, kind="comment").order_by("pk")]
+    assert cleared.startswith("Condition cleared") and "i-0001, GPU 3" in cleared and "i-0002, GPU 1" in cleared
+
+    # The tenant sees its case, in the API and the page; another tenant gets a 404.
+    for user, status in ((member, 200), (outsider, 404)):
+        api = APIClient()
+        api.force_authenticate(user)
+        assert api.get(f"/api/v1/support-cases/{case.pk}/").status_code == status
+        page = Client()
+        page.force_login(user)
+        assert page.get(f"/support/{case.pk}/").status_code == status
+
+
+def test_the_assigned_engineer_is_notified_of_the_incident(prometheus, cluster, lead, mailoutbox, settings):
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    server = prometheus([xid("ip-10-1-0-1", 0, 79, 79, 79)])
+    polling.poll_source(source(url=server.url), now=T0 + MINUTE)
+    assert any(lead.email in message.to for message in mailoutbox)
+
+
+def test_a_gpu_missing_from_a_node_is_critical_and_a_silent_exporter_a_warning(prometheus, cluster):
+    server = prometheus(healthy("ip-10-1-0-1", gpus=7))  # GPU 7 of node 1 is not reporting; node 2 says nothing
+    polling.poll_source(source(url=server.url), now=T0 + 2 * MINUTE)
+    missing = HealthEvent.objects.get(kind="gpu_missing")
+    assert (missing.instance_id, missing.gpu, missing.severity) == ("i-0001", 7, "critical")
+    silent = HealthEvent.objects.get(kind="exporter_silent")
+    assert (silent.instance_id, silent.gpu, silent.severity) == ("i-0002", None, "warning")
+
+
+def test_the_thermal_counter_is_judged_on_its_increase(prometheus, cluster):
+    throttled = [(T0 + i * MINUTE, i * 30e9) for i in range(30)]  # 30 s of every minute: half the time
+    server = prometheus(
+        [*healthy("ip-10-1-0-1"), *healthy("ip-10-1-0-2"),
+         ("DCGM_FI_DEV_THERMAL_VIOLATION", {"Hostname": "ip-10-1-0-1", "gpu": "2"}, throttled, "counter")]
+    )  # fmt: skip
+    polling.poll_source(source(url=server.url), now=T0 + 20 * MINUTE)
+    event = HealthEvent.objects.get(kind="thermal_violation")
+    assert (event.instance_id, event.gpu, event.severity) == ("i-0001", 2, "warning")
+    assert "50%" in event.message
+    assert not SupportCase.objects.exists()  # a warning shows on the board; it opens no case
+    cluster.refresh_from_db()
+    assert cluster.status == "in_service"
+
+
+def test_a_program_wide_source_tells_two_orgs_same_address_apart_by_the_cluster_label(prometheus, cluster, other_org):
+    theirs = ClusterFactory(organization=other_org, name="their-p5", cloud_name="fmp-2-their-p5")
+    ClusterNodeFactory(cluster=theirs, instance_id="i-9999", hostname="ip-10-1-0-1")  # the same private address
+    labelled = [
+        (XID_METRIC, {"Hostname": "ip-10-1-0-1", "gpu": str(gpu), "cluster": "fmp-2-their-p5"},
+         [(T0, 79 if gpu == 0 else 0), (T0 + MINUTE, 79 if gpu == 0 else 0)])
+        for gpu in range(8)
+    ]  # fmt: skip
+    unlabelled = (XID_METRIC, {"Hostname": "ip-10-1-0-1", "gpu": "5"}, [(T0, 79), (T0 + MINUTE, 79)])
+    server = prometheus([*labelled, unlabelled])
+    amp = source(url=server.url)
+    polling.poll_source(amp, now=T0 + MINUTE)
+    (event,) = HealthEvent.objects.all()
+    assert (event.cluster, event.instance_id, event.gpu) == (theirs, "i-9999", 0)
+    amp.refresh_from_db()
+    assert amp.unmatched_hosts == ["ip-10-1-0-1 (2 clusters)"]  # ambiguous without the label: not guessed
+
+
+def test_an_org_source_reads_only_its_org_s_clusters(prometheus, cluster, other_org):
+    theirs = ClusterFactory(organization=other_org)
+    ClusterNodeFactory(cluster=theirs, instance_id="i-9999", hostname="ip-10-9-0-1")
+    server = prometheus([xid("ip-10-9-0-1", 0, 79, 79)])
+    polling.poll_source(source(url=server.url, organization=cluster.organization), now=T0 + MINUTE)
+    assert not HealthEvent.objects.exists()
+
+
+def test_a_prometheus_that_fails_leaves_events_and_says_why(cluster):
+    amp = source(url="http://127.0.0.1:9")  # nothing listens on the discard port
+    polling.poll_source(amp, now=T0)
+    amp.refresh_from_db()
+    assert amp.last_error and amp.last_polled_at == T0
+    assert not HealthEvent.objects.exists()
+
+
+# --- Exporter text posted by a cluster without Prometheus -----------------------------------------------------------
+
+
+def post_metrics(client, cluster, text, host="ip-10-1-0-1"):
+    return client.post(f"/api/v1/clusters/{cluster.pk}/health/ingest/", {"metrics": text, "host": host}, format="json")
+
+
+def exporter_text(values: dict[int, int], host: str | None = "ip-10-1-0-1") -> str:
+    """A node's XID series for its 8 GPUs: 0 unless `values` says otherwise."""
+    where = f',Hostname="{host}"' if host else ""
+    lines = ["# TYPE DCGM_FI_DEV_XID_ERRORS gauge"]
+    lines += [f'DCGM_FI_DEV_XID_ERRORS{{gpu="{gpu}"{where}}} {values.get(gpu, 0)}' for gpu in range(8)]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def member_api(member):
+    client = APIClient()
+    client.force_authenticate(member)
+    return client
+
+
+def test_posted_exporter_text_opens_and_resolves_events(member_api, cluster):
+    response = post_metrics(member_api, cluster, exporter_text({3: 79}))
+    assert response.status_code == 200, response.json()
+    assert response.json() == {"readings": 1, "opened": 1, "resolved": 0, "nodes": 1}
+    assert post_metrics(member_api, cluster, exporter_text({3: 79})).json()["opened"] == 0  # read again: no new
+    assert HealthEvent.objects.get().source == "push"
+    assert post_metrics(member_api, cluster, exporter_text({})).json()["resolved"] == 1
+
+
+def test_the_real_exporter_sample_parses_and_names_its_host(member_api, cluster):
+    # The sample's Hostname is a Kubernetes pod name the cluster does not have: a 400 naming it, nothing kept.
+    response = post_metrics(member_api, cluster, SAMPLE.read_text(), host="")
+    assert response.status_code == 400
+    assert "cluster-tkr1341" in response.json()["host"][0]
+    node = cluster.nodes.get(instance_id="i-0001")
+    node.hostname = "cluster-tkr1341-ubu2204-1xh100-20c-np-lcqbg-49wfm-rhpj8"
+    node.save()
+    response = post_metrics(member_api, cluster, SAMPLE.read_text(), host="")
+    assert response.status_code == 200, response.json()
+    # One vGPU on a node whose type has 8: GPUs 1-7 are not reporting.
+    assert set(HealthEvent.objects.values_list("kind", "gpu")) == {("gpu_missing", g) for g in range(1, 8)}
+
+
+def test_a_malformed_exporter_line_is_a_400_naming_it_and_keeps_nothing(member_api, cluster):
+    text = exporter_text({0: 79}) + 'DCGM_FI_DEV_XID_ERRORS{gpu="1",Hostname="ip-10-1-0-1"} seventy\n'
+    response = post_metrics(member_api, cluster, text)
+    assert response.status_code == 400
+    assert response.json() == {"metrics": ["line 10: DCGM_FI_DEV_XID_ERRORS: the value 'seventy' is not a number"]}
+    assert not HealthEvent.objects.exists() and not SupportCase.objects.exists()
+
+
+def test_a_cut_exporter_text_is_refused(member_api, cluster):
+    response = post_metrics(member_api, cluster, exporter_text({0: 79}).rstrip("\n"))
+    assert response.status_code == 400
+    assert "cut off" in response.json()["metrics"][0]
+
+
+def test_a_slurm_node_name_reaches_its_node_through_the_reporters_map(member_api, cluster):
+    Cluster.objects.filter(pk=cluster.pk).update(slurm_nodes={"queue1-st-p5-2": "10.1.0.2"})
+    cluster.refresh_from_db()
+    text = exporter_text({0: 95}, host=None)
+    assert post_metrics(member_api, cluster, text, host="queue1-st-p5-2").status_code == 200
+    assert HealthEvent.objects.get().instance_id == "i-0002"
+
+
+def test_pushed_throttling_is_judged_against_the_previous_post(member_api, cluster):
+    def thermal(ns):
+        counter = f'# TYPE DCGM_FI_DEV_THERMAL_VIOLATION counter\nDCGM_FI_DEV_THERMAL_VIOLATION{{gpu="0"}} {ns}\n'
+        return exporter_text({}, host=None) + counter
+
+    assert post_metrics(member_api, cluster, thermal(0)).json()["opened"] == 0  # one snapshot says nothing
+    node = cluster.nodes.get(instance_id="i-0001")
+    node.gpu_counters["at"] -= 600  # as if posted ten minutes ago
+    node.save()
+    assert post_metrics(member_api, cluster, thermal(300e9)).json()["opened"] == 1  # 300 s of 600: half the time
+    assert HealthEvent.objects.get().kind == "thermal_violation"
+
+
+def test_another_orgs_member_cannot_post_health(cluster, outsider):
+    client = APIClient()
+    client.force_authenticate(outsider)
+    assert post_metrics(client, cluster, exporter_text({0: 79})).status_code == 404
+    assert not HealthEvent.objects.exists()
+
+
+def test_a_tenant_reads_its_own_health_events_only(member_api, cluster, other_org):
+    post_metrics(member_api, cluster, exporter_text({0: 79}))
+    theirs = ClusterFactory(organization=other_org)
+    HealthEvent.objects.create(organization=other_org, cluster=theirs, instance_id="i-x", kind="gpu_xid",
+                               severity="critical", observed_at=T0)  # fmt: skip
+    rows = member_api.get("/api/v1/health-events/", {"open": "true"}).json()["results"]
+    assert [(r["instance_id"], r["gpu"], r["code"]) for r in rows] == [("i-0001", 0, 79)]
+    assert member_api.get("/api/v1/health-events/", {"cluster": theirs.pk}).status_code == 400
+    outsider_client = APIClient()
+    outsider_client.force_authenticate(MembershipFactory(organization=other_org).user)
+    assert (
+        outsider_client.get(f"/api/v1/health-events/{HealthEvent.objects.get(instance_id='i-0001').pk}/").status_code
+        == 404
+    )
