@@ -1,4 +1,5 @@
-"""Every page of the workloads app, one namespace per capability: records:, support:, review:, clusters:, usage:."""
+"""Every page of the workloads app, one namespace per capability: records:, support:, review:, clusters:, usage:,
+jobs:, health:, validation:, reporting:."""
 
 from django.urls import include, path
 
@@ -8,4 +9,8 @@ urlpatterns = [
     path("", include("workloads.review.urls")),
     path("", include("workloads.clusters.urls")),
     path("", include("workloads.usage.urls")),
+    path("", include("workloads.jobs.urls")),
+    path("", include("workloads.health.urls")),
+    path("", include("workloads.validation.urls")),
+    path("", include("workloads.reporting.urls")),
 ]

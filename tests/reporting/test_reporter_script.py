@@ -181,7 +181,6 @@ def test_the_install_guide_holds_the_units_and_lines_to_copy():
         "EnvironmentFile=/etc/fmp-reporter/env",
         "OnBootSec=2min",
         "OnUnitActiveSec=5min",
-        "Persistent=true",
         "FMP_INTERVAL=300",
         "sudo python3 /opt/fmp-reporter/fmp_reporter.py nccl nccl-2node.log --nodes 2",
     ]:

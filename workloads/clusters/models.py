@@ -283,6 +283,7 @@ class ClusterNode(models.Model):
     # The GPU exporter's throttling counters from the last snapshot posted for this node (workloads.health):
     # a violation is judged on the increase between two snapshots.
     gpu_counters = models.JSONField(default=dict, blank=True)
+    gpu_read_at = models.DateTimeField(_("GPU telemetry read at"), null=True, blank=True)
 
     objects = TenantQuerySet.as_manager()
 

@@ -21,11 +21,15 @@ from workloads.clusters.forms import KIND_FOR_WORKLOAD, ClusterForm
 from workloads.clusters.models import Cluster, ClusterEvent, ClusterInstanceGroup, ClusterNode
 from workloads.clusters.services import GroupRequest, create_cluster, request_delete, retry_cluster
 from workloads.health.models import HealthEvent
+from workloads.jobs.views import recent_jobs
 from workloads.records.models import Workload
+from workloads.support.models import SupportCase
+from workloads.validation.views import latest_run
 
 PAGE_SIZE = 50
 NODE_PAGE_SIZE = 100
 TIMELINE_SIZE = 50
+CASES_SHOWN = 10
 STEPS = [Cluster.Status.REQUESTED, Cluster.Status.PROVISIONING, Cluster.Status.IN_SERVICE]
 
 
@@ -92,7 +96,11 @@ def cluster_detail(request, pk: int):
         HealthEvent.objects.for_org(org).filter(cluster=cluster).order_by("resolved_at", "-observed_at")[:TIMELINE_SIZE]
     )
     groups = list(ClusterInstanceGroup.objects.for_org(org).filter(cluster=cluster).order_by("role", "name"))
+    cases = SupportCase.objects.for_org(org).filter(cluster=cluster).order_by("-created_at", "-pk")
     context = {
+        "jobs": recent_jobs(cluster),
+        "latest_run": latest_run(cluster),
+        "cases": list(cases[:CASES_SHOWN]),
         "cluster": cluster,
         "access": access,
         "can_operate": access.can_operate_clusters,

@@ -133,6 +133,7 @@ def apply_readings(
         if key not in still:
             event.resolved_at = now  # normal again, or a new Xid replaced the one it held
             resolved.append(event)
+    ClusterNode.objects.filter(pk__in=[node.pk for node in readings]).update(gpu_read_at=now)
     HealthEvent.objects.bulk_update(resolved, ["resolved_at"])  # first: the new may take their place
     HealthEvent.objects.bulk_create(new)
     report_health(cluster, opened=new, cleared=[e for e in resolved if e.kind != Kind.EXPORTER_SILENT])

@@ -18,12 +18,15 @@ from portal.forms import apply_errors
 from portal.pages import paginate, render_form, render_page, sort_by
 from tenants.access import get_org_access_or_404, is_program_staff, require, visible_organizations
 from tenants.models import Allocation
+from workloads.clusters.models import Cluster
+from workloads.jobs.models import Job
 from workloads.records.filters import WorkloadFilter
 from workloads.records.forms import WorkloadForm
 from workloads.records.models import Workload
 from workloads.records.services import READ_ONLY, create_workload, update_workload
 from workloads.support.models import SupportCase
 
+JOBS_SHOWN = 10
 PAGE_SIZE = 50
 
 # ?sort= keys of the tracking table and what they order by (a leading "-" reverses).
@@ -216,6 +219,8 @@ def workload_detail(request, pk: int):
     access = get_org_access_or_404(request.user, workload.organization.slug)
     history = paginate(request, workload.changes.select_related("actor").order_by("-changed_at", "-pk"), PAGE_SIZE)
     cases = SupportCase.objects.visible_to(request.user).filter(workload=workload).select_related("assignee")
+    clusters = Cluster.objects.for_org(workload.organization).filter(workload=workload).order_by("-created_at")
+    jobs = Job.objects.for_org(workload.organization).filter(cluster__workload=workload).select_related("cluster")
     return render(
         request,
         "workloads/records/workload_detail.html",
@@ -224,6 +229,8 @@ def workload_detail(request, pk: int):
             "org": workload.organization,
             "page": history,
             "cases": cases.order_by("-created_at")[:20],
+            "clusters": clusters[:20],
+            "jobs": jobs.order_by("-submitted_at", "-pk")[:JOBS_SHOWN],
             "can_write": access.can_write_workloads,
             "can_open_case": access.can_write,
         },

@@ -55,7 +55,6 @@ Description=Run fmp-reporter every 5 minutes
 [Timer]
 OnBootSec=2min
 OnUnitActiveSec=5min
-Persistent=true
 
 [Install]
 WantedBy=timers.target
@@ -91,6 +90,9 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 VERSION = "1.0.0"
+# The values the guide above uses as examples (the portal's page shows the guide with the real ones).
+EXAMPLE_PORTAL = "https://portal.example.org"
+EXAMPLE_CLUSTER = "42"
 USER_AGENT = "fmp-reporter/" + VERSION
 TOKEN_PREFIX = "fmc_"
 SHOWN_TOKEN_CHARS = 12  # "fmc_" and 8 more: enough to tell two tokens apart, too few to use one

@@ -6,6 +6,7 @@ from django.utils.translation import gettext_lazy as _
 from django_filters import rest_framework as filters
 
 from tenants.filters import ALL, organization_choices, visible_rows
+from workloads.clusters.models import Cluster
 from workloads.records.models import Workload
 from workloads.support.models import SupportCase
 
@@ -30,10 +31,11 @@ class SupportCaseFilter(filters.FilterSet):
     category = filters.ChoiceFilter(label=_("Category"), empty_label=ALL, choices=SupportCase.Category.choices)
     assignee = filters.CharFilter(label=_("Assignee"), field_name="assignee__username", help_text="A username.")
     workload = filters.ModelChoiceFilter(label=_("Workload"), field_name="workload", queryset=visible_rows(Workload))
+    cluster = filters.ModelChoiceFilter(label=_("Cluster"), field_name="cluster", queryset=visible_rows(Cluster))
 
     class Meta:
         model = SupportCase
-        fields = ["organization", "state", "status", "severity", "category", "assignee", "workload"]
+        fields = ["organization", "state", "status", "severity", "category", "assignee", "workload", "cluster"]
 
     def filter_state(self, queryset, name, value):
         statuses = SupportCase.ACTIVE_STATUSES if value == "active" else SupportCase.DONE_STATUSES

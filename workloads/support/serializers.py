@@ -42,6 +42,9 @@ class SupportCaseSerializer(api.ModelSerializer):
         help_text="Username of a program staff member (staff only; defaults to the org's lead support engineer).",
     )
     opened_by = api.SlugRelatedField(slug_field="username", read_only=True)
+    cluster = serializers.PrimaryKeyRelatedField(
+        read_only=True, help_text="The cluster the case is about: set when the portal opened it for an incident."
+    )
     time_to_first_response = serializers.SerializerMethodField(help_text="Seconds; null before the first reply.")
     time_open = serializers.SerializerMethodField(help_text="Seconds open, until resolved or closed.")
     read_only_messages = {"status": _("A new case is open: change its status afterwards with PATCH.")}
@@ -58,6 +61,7 @@ class SupportCaseSerializer(api.ModelSerializer):
             "status",
             "assignee",
             "workload",
+            "cluster",
             "opened_by",
             "created_at",
             "updated_at",

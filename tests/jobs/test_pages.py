@@ -1,0 +1,132 @@
+"""Where jobs show: the job list (per cluster and per workload), the cluster page, the workload page, the cluster's
+interconnect and reporter pages; a tenant sees its own only, and a page takes the same queries at any size."""
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from tests.factories import ClusterFactory, JobFactory, NcclValidationFactory, SupportCaseFactory, WorkloadFactory
+from tests.validation.test_nccl import SRUN_LOG
+from workloads.models import Cluster, NcclValidation, ReporterToken
+from workloads.validation.services import record_validation
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def cluster(org):
+    return ClusterFactory(organization=org, name="p5-train", workload=WorkloadFactory(organization=org, name="llm-70b"))
+
+
+def test_the_job_list_of_a_cluster_says_what_runs_now_by_user_and_partition(member_client, cluster):
+    JobFactory(cluster=cluster, job_id="1", state="RUNNING", ended_at=None, user="alice", accelerators=16)
+    JobFactory(cluster=cluster, job_id="2", state="RUNNING", ended_at=None, user="bob", partition="eval")
+    JobFactory(cluster=cluster, job_id="3", state="RUNNING", ended_at=None, user="bob",
+               state_unknown_since=timezone.now())  # fmt: skip
+    JobFactory(cluster=cluster, job_id="4", state="COMPLETED")
+    JobFactory(cluster=ClusterFactory(organization=cluster.organization), job_id="5", state="RUNNING", ended_at=None)
+    response = member_client.get("/jobs/", {"cluster": cluster.pk})
+    assert response.status_code == 200
+    assert [j.job_id for j in response.context["page"].object_list] == ["4", "3", "2", "1"]
+    assert response.context["running"] == {"jobs": 2, "accelerators": 24}  # job 3's state is unknown
+    assert [(r["user"], r["accelerators"]) for r in response.context["by_user"]] == [("alice", 16), ("bob", 8)]
+    assert [r["partition"] for r in response.context["by_partition"]] == ["p5", "eval"]
+    assert "state unknown" in response.text
+
+
+def test_a_filter_shows_running_unknown_or_finished(member_client, cluster):
+    JobFactory(cluster=cluster, job_id="1", state="RUNNING", ended_at=None)
+    JobFactory(cluster=cluster, job_id="2", state="RUNNING", ended_at=None, state_unknown_since=timezone.now())
+    JobFactory(cluster=cluster, job_id="3", state="FAILED")
+    for show, expected in (("running", ["1"]), ("unknown", ["2"]), ("finished", ["3"])):
+        page = member_client.get("/jobs/", {"cluster": cluster.pk, "show": show}).context["page"]
+        assert [j.job_id for j in page.object_list] == expected, show
+
+
+def test_the_job_list_of_a_workload_spans_its_clusters(member_client, cluster, org):
+    other = ClusterFactory(organization=org, workload=cluster.workload)
+    JobFactory(cluster=cluster, job_id="1")
+    JobFactory(cluster=other, job_id="2")
+    JobFactory(cluster=ClusterFactory(organization=org), job_id="3")  # no workload
+    page = member_client.get("/jobs/", {"workload": cluster.workload.pk}).context["page"]
+    assert sorted(j.job_id for j in page.object_list) == ["1", "2"]
+
+
+def test_another_orgs_cluster_in_the_filter_answers_like_a_missing_one(member_client, other_org):
+    theirs = ClusterFactory(organization=other_org)
+    JobFactory(cluster=theirs)
+    response = member_client.get("/jobs/", {"cluster": theirs.pk})
+    missing = member_client.get("/jobs/", {"cluster": 99999})
+    assert response.status_code == missing.status_code == 400
+    assert not response.context["page"].object_list
+
+
+def test_the_job_list_takes_the_same_queries_for_200_jobs_as_for_2(member_client, cluster):
+    def queries(count):
+        JobFactory.create_batch(count, cluster=cluster)
+        with CaptureQueriesContext(connection) as captured:
+            member_client.get("/jobs/", {"cluster": cluster.pk})
+        return len(captured)
+
+    assert queries(2) == queries(198)
+
+
+def test_the_cluster_page_shows_jobs_interconnect_reporter_and_cases(member_client, cluster):
+    JobFactory(cluster=cluster, job_id="77", state="RUNNING", ended_at=None)
+    record_validation(cluster=cluster, log=SRUN_LOG, nodes=2)
+    case = SupportCaseFactory(organization=cluster.organization, cluster=cluster, title="Xid 79 on i-1")
+    Cluster.objects.filter(pk=cluster.pk).update(last_report_at=timezone.now())
+    response = member_client.get(f"/clusters/{cluster.pk}/")
+    for text in ("1 job running on 8 accelerators", "77", "Passed", "487.26 GB/s on 2 nodes", "reporting",
+                 f"#{case.pk} Xid 79 on i-1", f"/clusters/{cluster.pk}/health/"):  # fmt: skip
+        assert text in response.text, text
+
+
+def test_the_workload_page_lists_its_clusters_and_jobs(member_client, cluster):
+    JobFactory(cluster=cluster, job_id="4242", name="pretrain-70b")
+    response = member_client.get(f"/workloads/{cluster.workload.pk}/")
+    assert "p5-train" in response.text and "4242" in response.text and "pretrain-70b" in response.text
+
+
+def test_the_interconnect_page_charts_the_latest_run_against_its_baseline(member_client, cluster):
+    older = NcclValidationFactory(cluster=cluster, verdict="suspect", peak_busbw_gbps=300)
+    NcclValidation.objects.filter(pk=older.pk).update(submitted_at=timezone.now() - timedelta(days=1))
+    record_validation(cluster=cluster, log=SRUN_LOG, nodes=2)
+    response = member_client.get(f"/clusters/{cluster.pk}/interconnect/")
+    assert response.status_code == 200
+    chart = response.context["chart"]
+    assert len(chart["size_ticks"]) >= 5 and chart["baseline_y"] < chart["suspect_y"]  # y grows downwards
+    assert 'data-testid="nccl-chart"' in response.text and "16 GiB: 487.26 GB/s" in response.text
+    chosen = member_client.get(f"/clusters/{cluster.pk}/interconnect/", {"run": older.pk}).context["run"]
+    assert chosen == older
+    assert member_client.get(f"/clusters/{cluster.pk}/interconnect/", {"run": "x"}).status_code == 200
+
+
+def test_the_reporter_page_issues_a_token_shown_once_and_revokes_it(member_client, cluster):
+    response = member_client.post(f"/clusters/{cluster.pk}/reporter/", {"name": "head node"})
+    assert response.status_code == 200
+    key = response.context["new"]["key"]
+    assert key.startswith("fmc_") and key in response.text
+    assert key not in member_client.get(f"/clusters/{cluster.pk}/reporter/").text  # never shown again
+    guide = response.context["guide"]
+    assert f"FMP_CLUSTER_ID={cluster.pk}" in guide and "FMP_PORTAL_URL=http://" in guide
+    token = ReporterToken.objects.get()
+    assert member_client.post(f"/reporter-tokens/{token.pk}/revoke/").status_code == 302
+    token.refresh_from_db()
+    assert token.revoked_at is not None
+
+
+def test_support_engineers_see_the_reporter_page_but_issue_nothing(support_client, cluster):
+    assert support_client.get(f"/clusters/{cluster.pk}/reporter/").status_code == 200
+    assert support_client.post(f"/clusters/{cluster.pk}/reporter/", {"name": "x"}).status_code == 403
+    assert not ReporterToken.objects.exists()
+
+
+def test_the_script_downloads_as_a_file(client):
+    response = client.get("/reporter/fmp_reporter.py")
+    assert response.status_code == 200
+    assert b"fmp-reporter" in b"".join(response.streaming_content)
+    assert "attachment" in response["Content-Disposition"]

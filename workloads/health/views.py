@@ -1,0 +1,190 @@
+"""Health pages: a cluster's board (nodes × GPUs, refreshed with htmx), the program's open incidents (staff), and
+the rules the portal applies — Xid and metric rules, case severities, NCCL baselines, Prometheus sources."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from decimal import Decimal
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.shortcuts import get_object_or_404, redirect
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET
+
+from portal.forms import apply_errors
+from portal.pages import paginate, render_page
+from tenants.access import is_program_manager, require_program_staff, visible_organizations
+from tenants.models import InstanceType
+from workloads.clusters.models import Cluster, ClusterNode
+from workloads.health.dcgm import METRIC_RULES, OTHER_XID, XID_RULES
+from workloads.health.forms import BaselineForm, IncidentFilterForm
+from workloads.health.incidents import INCIDENT_SEVERITY
+from workloads.health.models import HealthEvent, PrometheusSource
+from workloads.health.telemetry import expected_gpus, gpu_catalog
+from workloads.validation.models import NcclBaseline, NcclValidation
+from workloads.validation.services import save_baseline
+
+SEVERITY_RANK = {HealthEvent.Severity.CRITICAL: 2, HealthEvent.Severity.WARNING: 1, HealthEvent.Severity.INFO: 0}
+Kind = HealthEvent.Kind
+# What a cell of the board says, in a few characters (the Xid shows its code).
+SHORT = {
+    Kind.ECC_DBE_VOLATILE: "ECC",
+    Kind.ECC_DBE_AGGREGATE: "ecc",
+    Kind.REMAPPED_ROWS: "row",
+    Kind.ROW_REMAP_FAILURE: "ROW",
+    Kind.ROW_REMAP_PENDING: "row",
+    Kind.THERMAL: "°C",
+    Kind.POWER: "W",
+    Kind.MISSING_GPU: "—",
+}
+INCIDENTS_PAGE = 50
+
+
+def _visible_cluster(request, pk: int) -> Cluster:
+    return get_object_or_404(Cluster.objects.visible_to(request.user).select_related("organization"), pk=pk)
+
+
+def board(cluster: Cluster) -> dict:
+    """The nodes × GPUs grid: each live node with a cell per GPU, coloured by its worst open event (three queries)."""
+    org = cluster.organization
+    nodes = list(
+        ClusterNode.objects.for_org(org).filter(cluster=cluster, gone_at=None).order_by("group_name", "hostname", "pk")
+    )
+    events = list(
+        HealthEvent.objects.for_org(org)
+        .filter(cluster=cluster, resolved_at=None)
+        .select_related("case")
+        .order_by("-observed_at", "-pk")
+    )
+    by_gpu: dict[tuple[str, int | None], list[HealthEvent]] = defaultdict(list)
+    for event in events:
+        by_gpu[(event.instance_id, event.gpu)].append(event)
+    catalog = gpu_catalog()
+    rows = []
+    for node in nodes:
+        gpus = expected_gpus(node.instance_type, catalog)
+        cells = [_cell(gpu, by_gpu.get((node.instance_id, gpu), []), node) for gpu in range(gpus or 0)]
+        node_events = by_gpu.get((node.instance_id, None), [])
+        rows.append(
+            {"node": node, "gpus": gpus, "cells": cells, "events": node_events, "state": _state(node_events, node)}
+        )
+    width = max((len(row["cells"]) for row in rows), default=0)
+    for row in rows:  # nodes with fewer GPUs than the widest get empty cells
+        if row["gpus"]:
+            row["cells"] += [None] * (width - len(row["cells"]))
+    return {"rows": rows, "columns": list(range(width)), "open_events": events}
+
+
+def _cell(gpu: int, events: list[HealthEvent], node: ClusterNode) -> dict:
+    return {
+        "gpu": gpu,
+        "state": _state(events, node),
+        "text": " ".join(str(e.code) if e.code is not None else SHORT.get(e.kind, "!") for e in events),
+        "title": "\n".join(e.message for e in events),
+    }
+
+
+def _state(events: list[HealthEvent], node: ClusterNode) -> str:
+    """A cell's colour: critical, warning, ok, or unknown (no GPU reading ever came for the node)."""
+    if events:
+        worst = max(SEVERITY_RANK.get(e.severity, 0) for e in events)
+        return "critical" if worst == 2 else "warning"
+    return "ok" if node.gpu_read_at is not None else "unknown"
+
+
+@login_required
+@require_GET
+def health_board(request, pk: int):
+    cluster = _visible_cluster(request, pk)
+    org = cluster.organization
+    resolved = (
+        HealthEvent.objects.for_org(org)
+        .filter(cluster=cluster)
+        .exclude(resolved_at=None)
+        .select_related("case")
+        .order_by("-resolved_at")[:20]
+    )
+    sources = PrometheusSource.objects.visible_to(request.user).filter(enabled=True)
+    context = {
+        "cluster": cluster,
+        "board": board(cluster),
+        "resolved": list(resolved),
+        "sources": [s for s in sources if s.organization_id in (None, org.pk)],
+        "now": timezone.now(),
+    }
+    return render_page(request, "workloads/health/board.html", context, fragment="health-board")
+
+
+health_board.tenant_model = Cluster
+
+
+@login_required
+@require_GET
+def incidents(request):
+    """Open incidents across the program, for staff: critical events by organization and age, with their case;
+    clusters whose interconnect is suspect; reporters gone silent."""
+    require_program_staff(request.user)
+    form = IncidentFilterForm(request.GET or None, organizations=visible_organizations(request.user).order_by("name"))
+    events = (
+        HealthEvent.objects.visible_to(request.user)
+        .filter(resolved_at=None, severity=HealthEvent.Severity.CRITICAL)
+        .select_related("organization", "cluster", "case")
+        .order_by("organization__name", "observed_at", "pk")
+    )
+    clusters = Cluster.objects.visible_to(request.user).exclude(status=Cluster.Status.DELETED)
+    if form.is_valid() and form.cleaned_data.get("organization"):
+        events = events.filter(organization=form.cleaned_data["organization"])
+        clusters = clusters.filter(organization=form.cleaned_data["organization"])
+    suspect = clusters.exclude(interconnect_suspect_since=None).select_related("organization")
+    silent = clusters.exclude(reporter_silent_since=None).select_related("organization")
+    latest_runs: dict[int, NcclValidation] = {}
+    for run in NcclValidation.objects.visible_to(request.user).filter(cluster__in=suspect).order_by("-submitted_at"):
+        latest_runs.setdefault(run.cluster_id, run)
+    context = {
+        "form": form,
+        "page": paginate(request, events, INCIDENTS_PAGE),
+        "suspect": [(c, latest_runs.get(c.pk)) for c in suspect.order_by("interconnect_suspect_since")],
+        "silent": list(silent.order_by("reporter_silent_since")),
+        "now": timezone.now(),
+    }
+    return render_page(request, "workloads/health/incidents.html", context, fragment="incident-table",
+                       status=400 if form.errors else 200)  # fmt: skip
+
+
+@login_required
+def health_rules(request):
+    """What the portal checks and how it answers, for staff to read; program managers edit the NCCL baselines."""
+    require_program_staff(request.user)
+    manager = is_program_manager(request.user)
+    form = BaselineForm(request.POST or None, instance_types=InstanceType.objects.order_by("api_name"))
+    if request.method == "POST":
+        if not manager:
+            messages.error(request, _("Only a program manager can change the baselines."))
+            return redirect("health:rules")
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                save_baseline(user=request.user, **data)
+            except ValidationError as error:
+                apply_errors(form, error)
+            else:
+                messages.success(
+                    request,
+                    _("Baseline saved: %(type)s on %(nodes)d nodes.")
+                    % {"type": data["instance_type"], "nodes": data["nodes"]},
+                )
+                return redirect("health:rules")
+    context = {
+        "xid_rules": [*XID_RULES.values(), OTHER_XID],
+        "metric_rules": METRIC_RULES,
+        "incident_rules": INCIDENT_SEVERITY,
+        "baselines": NcclBaseline.objects.select_related("instance_type", "updated_by"),
+        "sources": PrometheusSource.objects.visible_to(request.user).select_related("organization"),
+        "form": form,
+        "can_edit": manager,
+        "default_fraction": Decimal("0.90"),
+    }
+    return render_page(request, "workloads/health/rules.html", context, status=400 if form.errors else 200)

@@ -1,0 +1,52 @@
+"""Job pages: the jobs of the clusters the reader may see, filtered to a cluster or a workload (the cluster and
+workload pages link here), with what is running now summed by user and partition."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count, Sum
+from django.views.decorators.http import require_GET
+
+from portal.pages import paginate, render_page
+from tenants.access import is_program_staff
+from workloads.jobs.filters import JobFilter
+from workloads.jobs.models import Job
+
+PAGE_SIZE = 50
+
+
+@login_required
+@require_GET
+def job_list(request):
+    jobs = Job.objects.visible_to(request.user).select_related("organization", "cluster")
+    filterset = JobFilter(request.GET, queryset=jobs, request=request)
+    jobs = filterset.qs if filterset.is_valid() else jobs.none()
+    running = jobs.running()
+    context = {
+        "filterset": filterset,
+        "page": paginate(request, jobs.order_by("-submitted_at", "-pk"), PAGE_SIZE),
+        "running": running.aggregate(jobs=Count("pk"), accelerators=Sum("accelerators")),
+        "by_user": _summary(running, "user"),
+        "by_partition": _summary(running, "partition"),
+        "cluster": filterset.form.cleaned_data.get("cluster") if filterset.is_valid() else None,
+        "workload": filterset.form.cleaned_data.get("workload") if filterset.is_valid() else None,
+        "is_staff": is_program_staff(request.user),
+    }
+    return render_page(
+        request, "workloads/jobs/job_list.html", context, fragment="job-table", status=400 if filterset.errors else 200
+    )
+
+
+def _summary(running, column: str) -> list[dict]:
+    """Running jobs and their accelerators per user or partition, the largest first (ten at most)."""
+    rows = running.values(column).annotate(jobs=Count("pk"), accelerators=Sum("accelerators"))
+    return list(rows.order_by("-accelerators", column)[:10])
+
+
+def recent_jobs(cluster, limit: int = 8) -> dict:
+    """What the cluster page shows of its jobs: running now (count, accelerators) and the latest few."""
+    jobs = Job.objects.for_org(cluster.organization).filter(cluster=cluster)
+    return {
+        "running": jobs.running().aggregate(jobs=Count("pk"), accelerators=Sum("accelerators")),
+        "latest": list(jobs.order_by("-submitted_at", "-pk")[:limit]),
+    }
