@@ -9,6 +9,7 @@ from django.core.cache import cache  # noqa: E402
 from django.test import Client  # noqa: E402
 from rest_framework.test import APIClient  # noqa: E402
 
+from portal.celery import app as celery_app  # noqa: E402
 from tenants.catalog import load_catalog  # noqa: E402
 from tenants.models import InstancePrice, InstanceType, Membership, StaffRole  # noqa: E402
 from tests.factories import MembershipFactory, OrganizationFactory, StaffRoleFactory  # noqa: E402
@@ -104,3 +105,24 @@ def api_client():
 def member_api(api_client, member):
     api_client.force_authenticate(member)
     return api_client
+
+
+@pytest.fixture
+def eager_celery():
+    """Tasks enqueued on commit run in-process: tests see their email in mail.outbox, no broker needed."""
+    # shared_task resolves to the *current* app; a test that builds another Celery() (test_healthz) makes that
+    # one current, so put the portal's back first.
+    celery_app.set_current()
+    before = celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates
+    celery_app.conf.task_always_eager = True
+    celery_app.conf.task_eager_propagates = True
+    yield
+    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = before
+    forget_producer_pool()
+
+
+def forget_producer_pool() -> None:
+    """An eager delay() still builds the app's producer pool, bound to the broker configured at that
+    moment; drop it so a later test that points the app at another broker (a real worker) publishes there."""
+    celery_app.amqp._producer_pool = None
+    celery_app._pool = None

@@ -99,8 +99,7 @@ def test_an_xid_from_prometheus_opens_one_case_adds_to_it_and_clears(prometheus,
         assert page.get(f"/support/{case.pk}/").status_code == status
 
 
-def test_the_assigned_engineer_is_notified_of_the_incident(prometheus, cluster, lead, mailoutbox, settings):
-    settings.CELERY_TASK_ALWAYS_EAGER = True
+def test_the_assigned_engineer_is_notified_of_the_incident(prometheus, cluster, lead, mailoutbox, eager_celery):
     server = prometheus([xid("ip-10-1-0-1", 0, 79, 79, 79)])
     polling.poll_source(source(url=server.url), now=T0 + MINUTE)
     assert any(lead.email in message.to for message in mailoutbox)
@@ -177,13 +176,6 @@ def exporter_text(values: dict[int, int], host: str | None = "ip-10-1-0-1") -> s
     lines = ["# TYPE DCGM_FI_DEV_XID_ERRORS gauge"]
     lines += [f'DCGM_FI_DEV_XID_ERRORS{{gpu="{gpu}"{where}}} {values.get(gpu, 0)}' for gpu in range(8)]
     return "\n".join(lines) + "\n"
-
-
-@pytest.fixture
-def member_api(member):
-    client = APIClient()
-    client.force_authenticate(member)
-    return client
 
 
 def test_posted_exporter_text_opens_and_resolves_events(member_api, cluster):

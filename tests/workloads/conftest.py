@@ -1,8 +1,8 @@
 import pytest
 from django.utils import translation
 
-from portal.celery import app as celery_app
 from tenants.models import Membership
+from tests.conftest import forget_producer_pool  # noqa: F401  (tests import it from here)
 from tests.factories import AllocationFactory, MembershipFactory, WorkloadFactory
 
 
@@ -15,24 +15,9 @@ def english():
 
 
 @pytest.fixture(autouse=True)
-def eager_celery():
-    """Tasks enqueued on commit run in-process: tests see their email in mail.outbox, no broker needed."""
-    # shared_task resolves to the *current* app; a test that builds another Celery() (test_healthz) makes that
-    # one current, so put the portal's back first.
-    celery_app.set_current()
-    before = celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates
-    celery_app.conf.task_always_eager = True
-    celery_app.conf.task_eager_propagates = True
+def eager_celery(eager_celery):
+    """Every test here runs tasks in-process (tests/conftest.py's eager_celery)."""
     yield
-    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = before
-    forget_producer_pool()
-
-
-def forget_producer_pool() -> None:
-    """An eager delay() still builds the app's producer pool, bound to the broker configured at that
-    moment; drop it so a later test that points the app at another broker (a real worker) publishes there."""
-    celery_app.amqp._producer_pool = None
-    celery_app._pool = None
 
 
 @pytest.fixture

@@ -70,7 +70,7 @@ reporter.tenant_model = Cluster
 def install_guide(portal_url: str, cluster_id: int) -> str:
     """The script's own install guide (its docstring) with this portal's address and this cluster's id in place
     of the examples, so the page and the script never say two different things."""
-    guide = fmp_reporter.__doc__.split("\n\n", 1)[1]  # without the script's one-line summary
+    guide = fmp_reporter.__doc__.split("\n\n", 2)[2]  # without its summary and the paragraph about the examples
     guide = guide.replace(fmp_reporter.EXAMPLE_PORTAL, portal_url)
     return guide.replace(f"FMP_CLUSTER_ID={fmp_reporter.EXAMPLE_CLUSTER}", f"FMP_CLUSTER_ID={cluster_id}").replace(
         f"cluster id {fmp_reporter.EXAMPLE_CLUSTER}", f"cluster id {cluster_id}"

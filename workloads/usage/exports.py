@@ -31,7 +31,7 @@ def program_csv(report: ProgramReport):
             "utilization_percent", "allocated_accelerator_hours", "running_accelerator_hours", "allocated_cost_usd",
             "running_cost_usd", "idle_cost_usd", f"allocated_cost_{currency.lower()}",
             f"running_cost_{currency.lower()}", f"idle_cost_{currency.lower()}", "billed_cost_usd",
-            "utilization_change_points", "idle",
+            "utilization_change_points", "idle", "busy_accelerator_hours",
         ]
     )  # fmt: skip
     for row in report.rows:
@@ -45,6 +45,7 @@ def program_csv(report: ProgramReport):
                 _money(f.idle_cost), local_value(f.allocated_cost, report.program),
                 local_value(f.running_cost, report.program), local_value(f.idle_cost, report.program),
                 _money(row.billed), percent_value(row.change), "yes" if row.idle else "no",
+                hours_value(f.busy_accelerators),
             )
         )  # fmt: skip
     return response
@@ -57,7 +58,7 @@ def org_daily_csv(organization, period: Period, program):
         [
             "day", "instance_type", "region", "allocated_instance_hours", "running_instance_hours",
             "utilization_percent", "running_accelerator_hours", "usd_per_hour", "rate_source", "allocated_cost_usd",
-            "running_cost_usd",
+            "running_cost_usd", "busy_accelerator_hours",
         ]
     )  # fmt: skip
     rows = (
@@ -76,6 +77,7 @@ def org_daily_csv(organization, period: Period, program):
             running=Sum("running_microseconds"),
             allocated_cost=Sum("allocated_cost_micro_usd"),
             running_cost=Sum("running_cost_micro_usd"),
+            busy=Sum("busy_accelerator_microseconds"),
         )
         .order_by("day", "pool__instance_type__api_name", "pool__region")
     )
@@ -87,7 +89,7 @@ def org_daily_csv(organization, period: Period, program):
                 hours_value(row["allocated"]), hours_value(row["running"]),
                 percent_value(utilization(row["running"], row["allocated"])),
                 hours_value(row["running"] * row["accelerators"]), row["usd_per_hour"], row["rate_source"],
-                _money(row["allocated_cost"]), _money(row["running_cost"]),
+                _money(row["allocated_cost"]), _money(row["running_cost"]), hours_value(row["busy"]),
             )
         )  # fmt: skip
     return response

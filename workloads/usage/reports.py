@@ -87,6 +87,13 @@ class Figures(InstanceTime):
         return None if self.busy_accelerators is None else hours(self.busy_accelerators)
 
     @property
+    def busy_share(self) -> Decimal | None:
+        """Busy ÷ running accelerator-time: how much of what ran held a job."""
+        if self.busy_accelerators is None or not self.running_accelerators:
+            return None
+        return Decimal(self.busy_accelerators) / Decimal(self.running_accelerators)
+
+    @property
     def idle_cost(self) -> int:
         return max(self.allocated_cost - self.running_cost, 0)
 

@@ -9,7 +9,7 @@ import math
 from portal.charts import Frame, ValueScale
 from workloads.validation.models import NcclValidation
 
-FRAME = Frame(width=760, height=300, left=56, right=16, top=16, bottom=48)
+FRAME = Frame(width=760, height=300, left=56, right=32, top=16, bottom=48)  # room for the last size label
 UNITS = ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"), (1, "B"))
 
 

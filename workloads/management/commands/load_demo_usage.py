@@ -1,5 +1,6 @@
 """Demo usage on top of `load_demo`: node runs for the weeks of the program so far — most organizations busy, one
-idle, one ramping up —, a negotiated P5 rate from the program's fourth week, what AWS billed, and the rollups.
+idle, one ramping up —, the jobs their reporters posted (busy accelerator-hours), a negotiated P5 rate from the
+program's fourth week, what AWS billed, and the rollups.
 Idempotent; refuses to run in production. Live emulator clusters add to it as they run."""
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from django.utils import timezone
 
 from portal.periods import day_start
 from tenants.models import Allocation, InstanceType, Program
-from workloads.clusters.models import Cluster
+from workloads.clusters.models import Cluster, ClusterNode
+from workloads.jobs.models import Job
 from workloads.usage import rollups
 from workloads.usage.definitions import cost_micro_usd, split_by_day
 from workloads.usage.models import BilledCost, NodeInterval, RateCardEntry
@@ -25,6 +27,7 @@ from workloads.usage.rates import load_rates
 PROFILES = [0.92, 0.85, 0.12, 0.78, 0.66, 0.9, 0.55, 0.81, 0.7, 0.88, 0.6, 0.75]
 RAMP_UP = {3: 14}  # Aozora Robotics starts two weeks late
 RUN_HOURS = 30  # a node runs about this long between restarts
+USERS = ["aiko", "kenji", "mei", "ryo", "sora"]
 
 
 class Command(BaseCommand):
@@ -106,7 +109,54 @@ class Command(BaseCommand):
                 number += 1
                 moment = finish + timedelta(hours=rng.expovariate(1 / gap_hours) if gap_hours else 0)
         NodeInterval.objects.bulk_create(rows, batch_size=2000)
+        self._jobs(cluster, rows, rng, target)
         return len(rows)
+
+    def _jobs(self, cluster: Cluster, runs: list[NodeInterval], rng: random.Random, target: float) -> None:
+        """What the cluster's reporter would have posted: each run a node (one per instance id, its slot's host
+        name) and a job holding its GPUs for most of it — less of it where the organization is less busy."""
+        per_instance = InstanceType.objects.get(api_name=runs[0].instance_type).accelerators_per_instance if runs else 0
+        nodes, jobs = [], []
+        for run in runs:
+            _prefix, _demo, allocation_id, slot, number = run.instance_id.split("-")
+            host = f"ip-10-{int(allocation_id) % 250}-{int(slot) // 250}-{int(slot) % 250 + 1}"
+            gone = run.ended_at
+            node = ClusterNode(organization=cluster.organization, cluster=cluster, instance_id=run.instance_id,
+                               hostname=host, group_name="workers", instance_type=run.instance_type,
+                               status="Running", launch_time=run.started_at, first_seen_at=run.started_at,
+                               last_seen_at=run.last_seen_at, gone_at=gone or run.last_seen_at)  # fmt: skip
+            nodes.append(node)
+            length = run.last_seen_at - run.started_at
+            start = run.started_at + length * rng.uniform(0.02, 0.1)
+            end = start + length * min(0.95, rng.uniform(0.6, 1.0) * (0.5 + target / 2))
+            jobs.append(
+                Job(
+                    organization=cluster.organization,
+                    cluster=cluster,
+                    job_id=f"{allocation_id}{int(slot):03d}{int(number):04d}",
+                    name=rng.choice(["pretrain", "pretrain-resume", "eval", "sft"]),
+                    user=rng.choice(USERS),
+                    account=cluster.organization.slug[:64],
+                    partition="train",
+                    state="COMPLETED",
+                    submitted_at=start,
+                    started_at=start,
+                    ended_at=end,
+                    elapsed_seconds=int((end - start).total_seconds()),
+                    node_count=1,
+                    node_list=host,
+                    accelerators=per_instance,
+                    accelerator_kind="gpu" if per_instance == 8 else "neuron",
+                    first_reported_at=end,
+                    last_reported_at=end,
+                )  # fmt: skip
+            )
+        ClusterNode.objects.bulk_create(nodes, batch_size=2000)
+        by_instance = {node.instance_id: node for node in nodes}
+        for run in runs:
+            run.node = by_instance[run.instance_id]
+        NodeInterval.objects.bulk_update(runs, ["node"], batch_size=2000)
+        Job.objects.bulk_create(jobs, batch_size=2000)
 
     def _billed(self, program: Program, now) -> int:
         """What Cost Explorer would report: the running cost at the rate, give or take; one org billed 18% more."""

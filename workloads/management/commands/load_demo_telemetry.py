@@ -1,0 +1,162 @@
+"""A live GPU cluster for each demo tenant (tenant1's and tenant2's organizations) in the local emulator, looking as
+its reporter would make it look: nodes with host names, jobs running and finished (sacct), an nccl-tests run, and
+GPU readings — one GPU fallen off the bus in the first organization (an incident and its support case), an
+interconnect under its baseline in the second. Idempotent; `make run` calls it once the emulator is up.
+
+The emulator starts empty on every `make run`: a demo cluster of an earlier run that it no longer knows is marked
+deleted (its history stays) and a new one is made. Nothing reports afterwards, so after three report intervals the
+cluster's reporter shows as silent and its running job as "state unknown" — as it would on a real cluster.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, timedelta
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
+
+from portal import cloud
+from tenants.models import Organization
+from workloads.clusters.allowance import active_allocations
+from workloads.clusters.lifecycle import transition
+from workloads.clusters.models import Cluster, ClusterNode
+from workloads.clusters.provisioning import provider_for, provision
+from workloads.clusters.services import GroupRequest, create_cluster
+from workloads.clusters.sync import close_nodes
+from workloads.health.telemetry import ingest_exporter_text
+from workloads.jobs.sacct import SACCT_FIELDS
+from workloads.jobs.services import ingest_sacct
+from workloads.validation.services import record_validation
+
+DEMO_NAME = "gpu-demo"
+DEMO_TENANTS = ("tenant1", "tenant2")
+NODES = 4
+PEAKS = (486.0, 352.0)  # the first tenant's interconnect is healthy, the second's under its 487 GB/s baseline
+
+
+class Command(BaseCommand):
+    help = "A live demo GPU cluster per demo tenant in the local emulator, with jobs, GPU readings and an nccl run."
+
+    def handle(self, *args, **options) -> None:
+        if settings.PRODUCTION:
+            raise CommandError("Refusing to load demo telemetry with PORTAL_PRODUCTION=True.")
+        if not settings.AWS_ENDPOINT_URL:
+            raise CommandError("The demo clusters live in the local emulator: set AWS_ENDPOINT_URL to it first.")
+        for index, username in enumerate(DEMO_TENANTS):
+            org = Organization.objects.filter(memberships__user__username=username).order_by("pk").first()
+            if org is not None:
+                self.stdout.write(self.demo_cluster(org, index))
+
+    def demo_cluster(self, org: Organization, index: int) -> str:
+        current = (
+            Cluster.objects.for_org(org)
+            .filter(name=DEMO_NAME)
+            .exclude(status__in=(Cluster.Status.DELETED, Cluster.Status.FAILED))
+        )
+        for cluster in current:
+            if self.alive(cluster):
+                return f"{org.name}: demo cluster {cluster.pk} is running."
+            self.retire(cluster)
+        allocation = active_allocations(org).filter(pool__instance_type__api_name="p5.48xlarge").first()
+        admin = org.memberships.filter(user__username__in=DEMO_TENANTS).first()
+        if allocation is None or admin is None:
+            return f"{org.name}: no active P5 allocation, no demo cluster."
+        try:
+            cluster = create_cluster(
+                organization=org,
+                allocation=allocation,
+                name=DEMO_NAME,
+                kind=Cluster.Kind.HYPERPOD_SLURM,
+                groups=[GroupRequest("p5.48xlarge", NODES)],
+                actor=admin.user,
+            )
+        except ValidationError as error:
+            return f"{org.name}: no demo cluster ({' '.join(error.messages)})"
+        if provision(cluster.pk) != "created":
+            return f"{org.name}: the emulator did not create the demo cluster; see its page."
+        self.report(cluster, index)
+        return f"{org.name}: demo cluster {cluster.pk} with {NODES} nodes, jobs, GPU readings and an nccl-tests run."
+
+    def alive(self, cluster: Cluster) -> bool:
+        try:
+            return provider_for(cluster).describe(cluster.cloud_name).status != cloud.CloudStatus.NOT_FOUND
+        except cloud.CloudError:
+            return False
+
+    def retire(self, cluster: Cluster) -> None:
+        message = "Demo: the emulator restarted empty; a new demo cluster replaces this one."
+        transition(cluster_id=cluster.pk, to=Cluster.Status.DELETING, message=message)
+        if transition(cluster_id=cluster.pk, to=Cluster.Status.DELETED, message=message):
+            close_nodes(cluster, timezone.now())
+
+    def report(self, cluster: Cluster, index: int) -> None:
+        """What the head node's reporter would post: the node map, sacct, an nccl-tests log, each node's GPUs."""
+        workers = ClusterNode.objects.for_org(cluster.organization).filter(cluster=cluster, instance_type="p5.48xlarge")
+        nodes = list(workers.order_by("pk"))
+        hosts = [f"ip-10-{cluster.organization_id % 250}-0-{n + 1}" for n in range(len(nodes))]
+        for node, host in zip(nodes, hosts, strict=True):
+            ClusterNode.objects.filter(pk=node.pk).update(hostname=host)
+        cluster.refresh_from_db()
+        ingest_sacct(cluster=cluster, text=sacct(hosts), timezone_name="UTC", interval_seconds=300)
+        record_validation(cluster=cluster, log=nccl_log(PEAKS[index % len(PEAKS)], len(hosts)), nodes=len(hosts))
+        for number, host in enumerate(hosts):
+            fallen = index == 0 and number == 1  # tenant1's second node: GPU 3 has fallen off the bus
+            ingest_exporter_text(cluster=cluster, text=exporter_text(host, {3: 79} if fallen else {}), host=host)
+
+
+def sacct(hosts: list[str]) -> str:
+    now = timezone.now().astimezone(UTC).replace(microsecond=0)
+
+    def at(delta: timedelta) -> str:
+        return (now - delta).strftime("%Y-%m-%dT%H:%M:%S")
+
+    whole = f"{hosts[0][:-1]}[1-{len(hosts)}]"
+    gpus = 8 * len(hosts)
+    rows = [
+        ("101", "pretrain-13b", "aiko", "RUNNING", at(timedelta(minutes=2)), at(timedelta(minutes=1)), "Unknown", 60,
+         len(hosts), whole, f"cpu={192 * len(hosts)},gres/gpu:h100={gpus},gres/gpu={gpus},node={len(hosts)}"),
+        ("99", "nccl-allreduce", "kenji", "COMPLETED", at(timedelta(minutes=30)), at(timedelta(minutes=29)),
+         at(timedelta(minutes=25)), 240, 2, f"{hosts[0]},{hosts[1]}", "gres/gpu=16"),
+        ("100_1", "sweep-lr", "mei", "CANCELLED by 1002", at(timedelta(minutes=20)), at(timedelta(minutes=19)),
+         at(timedelta(minutes=5)), 840, 1, hosts[2], "gres/gpu=8"),
+        ("102", "eval-mmlu", "ryo", "PENDING", at(timedelta(minutes=1)), "Unknown", "Unknown", 0, 1, "None assigned",
+         ""),
+    ]  # fmt: skip
+    lines = ["|".join(SACCT_FIELDS)]
+    for job_id, name, user, state, submit, start, end, elapsed, nnodes, nodelist, tres in rows:
+        fields = [job_id, name, user, "demo", "train", state, submit, start, end, elapsed, nnodes, nodelist, tres]
+        lines.append("|".join(map(str, fields)))
+    return "\n".join(lines) + "\n"
+
+
+def nccl_log(peak: float, nodes: int) -> str:
+    """An all_reduce_perf table from 1 MiB to 16 GiB whose bus bandwidth rises to `peak` (a demo curve)."""
+    lines = [
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+        "#wrong",
+        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)",
+    ]
+    ranks = 8 * nodes
+    for power in range(20, 35):
+        size = 2**power
+        busbw = peak * (1 - math.exp(-size / 2**29))
+        algbw = busbw * ranks / (2 * (ranks - 1))
+        time_us = size / (algbw * 1e3)
+        lines.append(
+            f"{size:12d} {size // 4:13d}     float     sum      -1 {time_us:8.1f} {algbw:7.2f} {busbw:7.2f}      0 "
+            f"{time_us:8.1f} {algbw:7.2f} {busbw:7.2f}      0"
+        )
+    lines += ["# Out of bounds values : 0 OK", f"# Avg bus bandwidth    : {peak * 0.55:.4f}", "#"]
+    return "\n".join(lines) + "\n"
+
+
+def exporter_text(host: str, xids: dict[int, int]) -> str:
+    lines = [
+        "# HELP DCGM_FI_DEV_XID_ERRORS Value of the last XID error encountered.",
+        "# TYPE DCGM_FI_DEV_XID_ERRORS gauge",
+    ]
+    lines += [f'DCGM_FI_DEV_XID_ERRORS{{gpu="{gpu}",Hostname="{host}"}} {xids.get(gpu, 0)}' for gpu in range(8)]
+    return "\n".join(lines) + "\n"
