@@ -41,6 +41,8 @@ def test_the_board_colours_each_gpu_by_its_worst_open_event(member_client, clust
     assert (cells[("i-0001", 3)]["state"], cells[("i-0001", 3)]["text"]) == ("critical", "79")
     assert (cells[("i-0002", 5)]["state"], cells[("i-0002", 5)]["text"]) == ("warning", "W")
     assert cells[("i-0003", 0)]["state"] == "ok"  # resolved: normal again
+    rows = {row["node"].instance_id: row["state"] for row in board["rows"]}
+    assert rows == {"i-0000": "ok", "i-0001": "critical", "i-0002": "warning", "i-0003": "ok"}  # a node: its worst GPU
     assert 'class="cell state-critical"' in response.text and "GPU has fallen off the bus" in response.text
 
 

@@ -213,3 +213,23 @@ def test_busy_never_exceeds_what_the_node_ran_in_any_hour(cluster, runs, jobs):
         asked = sum(gpus * overlap_us(at(a), at(b), window) for (a, b), gpus in jobs)
         assert busy == min(asked, ran * 8)
         assert busy <= ran * 8
+
+
+def test_busy_hours_show_on_the_org_page_and_in_its_csv(cluster, two_nodes, org_a):
+    from django.test import Client
+
+    client = Client()
+    with time_machine.travel(jst(2027, 1, 6, 9), tick=False):
+        client.force_login(MembershipFactory(organization=org_a).user)  # a session of that day
+        report(cluster, line("1", start="2027-01-05T10:00:00", end="2027-01-05T12:00:00", elapsed="7200",
+                             nodelist="ip-10-1-0-1"))  # fmt: skip
+        rollups.roll_up()
+        page = client.get(f"/orgs/{org_a.slug}/usage/", {"period": "range", "start": "2027-01-05", "end": "2027-01-05"})
+        csv = client.get(f"/orgs/{org_a.slug}/usage/export.csv", {"period": "range", "start": "2027-01-05",
+                                                                  "end": "2027-01-05"})  # fmt: skip
+    assert page.status_code == 200, page.content[:500]
+    busy = page.context["total"].busy_accelerators
+    assert busy == 16 * HOUR
+    assert "16.0 held by jobs (30.8% of running)" in page.text  # 16 of the 52 accelerator-hours the nodes ran
+    header, row = csv.content.decode("utf-8-sig").splitlines()[:2]
+    assert header.split(",")[-1] == "busy_accelerator_hours" and row.split(",")[-1] == "16.0"

@@ -27,7 +27,7 @@ class BaselineForm(forms.Form):
         max_value=1,
         decimal_places=2,
         initial=Decimal("0.90"),
-        help_text=_("0.90: a run under 90% of the baseline marks the cluster suspect."),
+        help_text=_("0.90: a run under nine tenths of the baseline marks the cluster suspect."),
     )
     source = forms.CharField(label=_("Source"), max_length=300, required=False)
 

@@ -3,6 +3,7 @@ the rules the portal applies — Xid and metric rules, case severities, NCCL bas
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from decimal import Decimal
 
@@ -50,8 +51,9 @@ def _visible_cluster(request, pk: int) -> Cluster:
 def board(cluster: Cluster) -> dict:
     """The nodes × GPUs grid: each live node with a cell per GPU, coloured by its worst open event (three queries)."""
     org = cluster.organization
-    nodes = list(
-        ClusterNode.objects.for_org(org).filter(cluster=cluster, gone_at=None).order_by("group_name", "hostname", "pk")
+    nodes = sorted(
+        ClusterNode.objects.for_org(org).filter(cluster=cluster, gone_at=None),
+        key=lambda n: (n.group_name, natural(n.hostname or n.instance_id)),
     )
     events = list(
         HealthEvent.objects.for_org(org)
@@ -67,15 +69,19 @@ def board(cluster: Cluster) -> dict:
     for node in nodes:
         gpus = expected_gpus(node.instance_type, catalog)
         cells = [_cell(gpu, by_gpu.get((node.instance_id, gpu), []), node) for gpu in range(gpus or 0)]
-        node_events = by_gpu.get((node.instance_id, None), [])
-        rows.append(
-            {"node": node, "gpus": gpus, "cells": cells, "events": node_events, "state": _state(node_events, node)}
-        )
+        whole = by_gpu.get((node.instance_id, None), [])  # the node's own events (cloud status, silent exporter)
+        every = [*whole, *(e for gpu in range(gpus or 0) for e in by_gpu.get((node.instance_id, gpu), []))]
+        rows.append({"node": node, "gpus": gpus, "cells": cells, "events": whole, "state": _state(every, node)})
     width = max((len(row["cells"]) for row in rows), default=0)
     for row in rows:  # nodes with fewer GPUs than the widest get empty cells
         if row["gpus"]:
             row["cells"] += [None] * (width - len(row["cells"]))
     return {"rows": rows, "columns": list(range(width)), "open_events": events}
+
+
+def natural(name: str) -> list:
+    """ip-10-1-0-9 before ip-10-1-0-10: the numbers in a name compare as numbers."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
 def _cell(gpu: int, events: list[HealthEvent], node: ClusterNode) -> dict:

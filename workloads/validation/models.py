@@ -34,7 +34,7 @@ class NcclBaseline(models.Model):
         decimal_places=2,
         default=Decimal("0.90"),
         validators=[MinValueValidator(0.01), MaxValueValidator(1)],
-        help_text=_("A fraction of the baseline: 0.90 marks a run reaching less than 90% of it."),
+        help_text=_("A fraction of the baseline: 0.90 marks a run reaching less than nine tenths of it."),
     )
     source = models.CharField(_("source"), max_length=300, blank=True)
     updated_by = models.ForeignKey(
