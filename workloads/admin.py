@@ -6,7 +6,13 @@ from workloads.models import (
     Cluster,
     ClusterEvent,
     ClusterInstanceGroup,
+    HealthEvent,
+    Job,
+    NcclBaseline,
+    NcclValidation,
     OrgCloudSettings,
+    PrometheusSource,
+    ReporterToken,
     ReviewMeeting,
     SupportCase,
     WorkerHeartbeat,
@@ -130,3 +136,52 @@ class WorkerHeartbeatAdmin(ReadOnlyAdmin):
     """Each queue's last heartbeat and the worker that ran it (what /healthz reports, with the host)."""
 
     list_display = ["queue", "worker", "sent_at", "ran_at"]
+
+
+# --- What clusters report (issue 15) --------------------------------------------------------------------------------
+# Prometheus sources are set up here by the program team; the reports themselves (jobs, health events, nccl-tests
+# runs) come from the clusters through the services and are view-only. NCCL baselines are edited on the health
+# rules page, where each change records who made it.
+
+
+@admin.register(PrometheusSource)
+class PrometheusSourceAdmin(admin.ModelAdmin):
+    list_display = ["name", "organization", "url", "sigv4_region", "enabled", "last_polled_at", "last_error"]
+    list_filter = ["enabled"]
+    list_select_related = ["organization"]
+    fields = ["name", "organization", "url", "sigv4_region", "cluster_label", "enabled"]
+
+
+@admin.register(Job)
+class JobAdmin(ReadOnlyAdmin):
+    list_display = ["job_id", "name", "cluster", "organization", "user", "state", "started_at", "accelerators"]
+    list_filter = ["state", "organization"]
+    list_select_related = ["cluster", "organization"]
+    search_fields = ["job_id", "name", "user", "cluster__name"]
+
+
+@admin.register(HealthEvent)
+class HealthEventAdmin(ReadOnlyAdmin):
+    list_display = ["kind", "instance_id", "gpu", "code", "severity", "cluster", "observed_at", "resolved_at", "case"]
+    list_filter = ["severity", "kind", "source"]
+    list_select_related = ["cluster"]
+    search_fields = ["instance_id", "cluster__name", "message"]
+
+
+@admin.register(NcclValidation)
+class NcclValidationAdmin(ReadOnlyAdmin):
+    list_display = ["cluster", "organization", "nodes", "peak_busbw_gbps", "verdict", "submitted_at"]
+    list_filter = ["verdict"]
+    list_select_related = ["cluster", "organization"]
+    exclude = ["log"]
+
+
+@admin.register(NcclBaseline)
+class NcclBaselineAdmin(ReadOnlyAdmin):
+    list_display = ["instance_type", "nodes", "busbw_gbps", "size_bytes", "min_fraction", "updated_by", "updated_at"]
+
+
+@admin.register(ReporterToken)
+class ReporterTokenAdmin(ReadOnlyAdmin):
+    list_display = ["name", "prefix", "cluster", "organization", "created_at", "last_used_at", "revoked_at"]
+    list_select_related = ["cluster", "organization"]

@@ -172,3 +172,16 @@ def test_health_events_of_a_deleted_clusters_nodes_stay_readable(member_client, 
     cluster.nodes.all().delete()
     assert member_client.get(f"/clusters/{cluster.pk}/health/").status_code == 200
     assert HealthEvent.objects.count() == 1
+
+
+def test_the_program_team_sets_up_a_prometheus_source_in_admin(client):
+    from tests.factories import UserFactory
+
+    client.force_login(UserFactory(is_staff=True, is_superuser=True))
+    data = {"name": "program AMP", "organization": "", "url": "https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-1",
+            "sigv4_region": "us-east-1", "cluster_label": "cluster", "enabled": "on"}  # fmt: skip
+    assert client.post("/admin/workloads/prometheussource/add/", data).status_code == 302
+    assert PrometheusSource.objects.get().sigv4_region == "us-east-1"
+    for model in ("job", "healthevent", "ncclvalidation", "ncclbaseline", "reportertoken", "prometheussource"):
+        assert client.get(f"/admin/workloads/{model}/").status_code == 200, model
+    assert client.get("/admin/workloads/job/add/").status_code == 403  # reports come from the clusters
