@@ -257,3 +257,27 @@ def test_a_tenant_reads_its_own_health_events_only(member_api, cluster, other_or
         outsider_client.get(f"/api/v1/health-events/{HealthEvent.objects.get(instance_id='i-0001').pk}/").status_code
         == 404
     )
+
+
+def test_an_xid_series_without_its_gpu_label_is_a_400_not_a_crash(member_api, cluster):
+    text = '# TYPE DCGM_FI_DEV_XID_ERRORS gauge\nDCGM_FI_DEV_XID_ERRORS{Hostname="ip-10-1-0-1"} 79\n'
+    response = post_metrics(member_api, cluster, text)
+    assert response.status_code == 400
+    assert "gpu label" in response.json()["metrics"][0]
+    assert not HealthEvent.objects.exists()
+
+
+def test_one_nodes_malformed_series_in_prometheus_never_stops_the_others(prometheus, cluster):
+    bad = (XID_METRIC, {"Hostname": "ip-10-1-0-2"}, [(T0, 79), (T0 + MINUTE, 79)])  # no gpu label
+    server = prometheus([xid("ip-10-1-0-1", 0, 79, 79), *[xid("ip-10-1-0-1", g, 0, 0) for g in range(1, 8)], bad])
+    amp = source(url=server.url)
+    polling.poll_source(amp, now=T0 + MINUTE)
+    assert HealthEvent.objects.get(kind="gpu_xid").instance_id == "i-0001"
+    amp.refresh_from_db()
+    assert any("gpu label" in host for host in amp.unmatched_hosts) and amp.last_error == ""
+
+
+def test_the_board_names_the_programs_prometheus_to_the_tenant(member_client, cluster):
+    source(url="http://prometheus.example:9090", last_polled_at=T0)
+    response = member_client.get(f"/clusters/{cluster.pk}/health/")
+    assert 'Prometheus “program AMP”' in response.text

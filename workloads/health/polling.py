@@ -106,9 +106,12 @@ def apply_source(source: PrometheusSource, current: list[Pair], previous: list[P
     catalog = gpu_catalog()
     by_cluster: dict[int, dict[ClusterNode, list]] = defaultdict(dict)
     for node, pairs in now_by_node.items():
-        by_cluster[node.cluster_id][node] = classify_node(
-            node, pairs, catalog=catalog, previous=before_by_node.get(node), window_seconds=WINDOW.total_seconds()
-        )
+        try:
+            by_cluster[node.cluster_id][node] = classify_node(
+                node, pairs, catalog=catalog, previous=before_by_node.get(node), window_seconds=WINDOW.total_seconds()
+            )
+        except ParseError as error:  # one node's malformed series never stops the others
+            unmatched.add(f"{node.hostname or node.instance_id}: {error}")
     outcome = Outcome(unmatched_hosts=sorted(unmatched)[:MAX_UNMATCHED])
     for cluster_id, readings in by_cluster.items():
         # A GPU node of a reporting cluster that sent nothing: its exporter (or the node) has gone quiet.

@@ -13,6 +13,7 @@ from datetime import datetime
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -29,7 +30,7 @@ from workloads.health.dcgm import (
     sample_pairs,
 )
 from workloads.health.incidents import report_health
-from workloads.health.models import HealthEvent
+from workloads.health.models import HealthEvent, PrometheusSource
 from workloads.telemetry_errors import field_errors
 
 Kind = HealthEvent.Kind
@@ -52,6 +53,13 @@ class Outcome:
         self.opened += other.opened
         self.resolved += other.resolved
         self.nodes += other.nodes
+
+
+def sources_for(organization) -> list[PrometheusSource]:
+    """The enabled Prometheus sources that read an organization's clusters: its own and the program's."""
+    return list(
+        PrometheusSource.objects.filter(enabled=True).filter(Q(organization=None) | Q(organization=organization))
+    )
 
 
 def expected_gpus(instance_type: str, catalog: Mapping[str, tuple[str, int]]) -> int | None:
@@ -186,7 +194,8 @@ def ingest_exporter_text(*, cluster: Cluster, text: str, host: str = "", now: da
     readings = {}
     for node, node_pairs in by_node.items():
         previous, window = _previous_counters(node, now)
-        readings[node] = classify_node(node, node_pairs, catalog=catalog, previous=previous, window_seconds=window)
+        with field_errors("metrics"):  # a rule's series without its gpu label, an Xid that is not a whole number
+            readings[node] = classify_node(node, node_pairs, catalog=catalog, previous=previous, window_seconds=window)
         _keep_counters(node, node_pairs, now)
     return apply_readings(cluster, readings, source=HealthEvent.Source.PUSH, now=now)
 

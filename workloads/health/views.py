@@ -10,6 +10,7 @@ from decimal import Decimal
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.db.models import OuterRef, Subquery
 from django.shortcuts import get_object_or_404, redirect
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -24,7 +25,7 @@ from workloads.health.dcgm import METRIC_RULES, OTHER_XID, XID_RULES
 from workloads.health.forms import BaselineForm, IncidentFilterForm
 from workloads.health.incidents import INCIDENT_SEVERITY
 from workloads.health.models import HealthEvent, PrometheusSource
-from workloads.health.telemetry import expected_gpus, gpu_catalog
+from workloads.health.telemetry import expected_gpus, gpu_catalog, sources_for
 from workloads.validation.models import NcclBaseline, NcclValidation
 from workloads.validation.services import save_baseline
 
@@ -113,12 +114,11 @@ def health_board(request, pk: int):
         .select_related("case")
         .order_by("-resolved_at")[:20]
     )
-    sources = PrometheusSource.objects.visible_to(request.user).filter(enabled=True)
     context = {
         "cluster": cluster,
         "board": board(cluster),
         "resolved": list(resolved),
-        "sources": [s for s in sources if s.organization_id in (None, org.pk)],
+        "sources": sources_for(org),
         "now": timezone.now(),
     }
     return render_page(request, "workloads/health/board.html", context, fragment="health-board")
@@ -144,15 +144,19 @@ def incidents(request):
     if form.is_valid() and form.cleaned_data.get("organization"):
         events = events.filter(organization=form.cleaned_data["organization"])
         clusters = clusters.filter(organization=form.cleaned_data["organization"])
-    suspect = clusters.exclude(interconnect_suspect_since=None).select_related("organization")
+    latest = NcclValidation.objects.visible_to(request.user).filter(cluster=OuterRef("pk")).order_by("-submitted_at")
+    suspect = list(
+        clusters.exclude(interconnect_suspect_since=None)
+        .select_related("organization")
+        .annotate(latest_run=Subquery(latest.values("pk")[:1]))
+        .order_by("interconnect_suspect_since")
+    )
     silent = clusters.exclude(reporter_silent_since=None).select_related("organization")
-    latest_runs: dict[int, NcclValidation] = {}
-    for run in NcclValidation.objects.visible_to(request.user).filter(cluster__in=suspect).order_by("-submitted_at"):
-        latest_runs.setdefault(run.cluster_id, run)
+    runs = NcclValidation.objects.visible_to(request.user).defer("log").in_bulk([c.latest_run for c in suspect])
     context = {
         "form": form,
         "page": paginate(request, events, INCIDENTS_PAGE),
-        "suspect": [(c, latest_runs.get(c.pk)) for c in suspect.order_by("interconnect_suspect_since")],
+        "suspect": [(c, runs.get(c.latest_run)) for c in suspect],
         "silent": list(silent.order_by("reporter_silent_since")),
         "now": timezone.now(),
     }
