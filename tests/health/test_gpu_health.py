@@ -280,4 +280,4 @@ def test_one_nodes_malformed_series_in_prometheus_never_stops_the_others(prometh
 def test_the_board_names_the_programs_prometheus_to_the_tenant(member_client, cluster):
     source(url="http://prometheus.example:9090", last_polled_at=T0)
     response = member_client.get(f"/clusters/{cluster.pk}/health/")
-    assert 'Prometheus “program AMP”' in response.text
+    assert "Prometheus “program AMP”" in response.text
