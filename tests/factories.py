@@ -324,6 +324,7 @@ class NcclValidationFactory(factory.django.DjangoModelFactory):
     baseline_nodes = 2
     fraction = 1.0
     verdict = NcclValidation.Verdict.PASSED
+    log_digest = factory.Sequence(lambda n: f"{n:064x}")
 
 
 class ReporterTokenFactory(factory.django.DjangoModelFactory):

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 import boto3
 from botocore.auth import SigV4Auth
@@ -38,6 +38,8 @@ def query(endpoint: PrometheusEndpoint, promql: str, *, at: datetime, timeout: f
     if at.utcoffset() is None:
         raise ValueError("`at` must be timezone-aware: a naive datetime has no single unix time.")
     base = endpoint.url.rstrip("/")
+    shown = _without_credentials(base)  # messages end up on pages: never a user:password@ from the URL
+    secret = base.split("//", 1)[-1].split("@", 1)[0] + "@" if shown != base else None
     # Encode exactly as SigV4's canonical query string does (RFC 3986, %20 for a space), so the URL on the
     # wire is the one that was signed; urlencode's default quote_plus would turn spaces into "+".
     params = urlencode({"query": promql, "time": f"{at.timestamp():.3f}"}, quote_via=quote, safe="-_.~")
@@ -50,18 +52,19 @@ def query(endpoint: PrometheusEndpoint, promql: str, *, at: datetime, timeout: f
         response = http.send(request.prepare())
     except (ConnectTimeoutError, ReadTimeoutError) as error:
         raise TransientCloudError(
-            f"Prometheus at {base} did not answer within {timeout:g} seconds; a later attempt may succeed.",
+            f"Prometheus at {shown} did not answer within {timeout:g} seconds; a later attempt may succeed.",
             code="Timeout",
         ) from error
     except SSLError as error:  # a certificate that does not match will not start matching on a retry
         raise PermanentCloudError(
-            f"The TLS connection to Prometheus at {base} failed ({error}). Check the URL and its certificate.",
+            f"The TLS connection to Prometheus at {shown} failed ({_scrub(error, secret)}). Check the URL and its "
+            "certificate.",
             code="SSLError",
         ) from error
     except (BotoConnectionError, HTTPClientError) as error:  # connection refused, DNS failure, dropped connection
         raise TransientCloudError(
-            f"Could not connect to Prometheus at {base} ({error}). Check that the URL is right and the server "
-            "is running; a later attempt may succeed.",
+            f"Could not connect to Prometheus at {shown} ({_scrub(error, secret)}). Check that the URL is right and "
+            "the server is running; a later attempt may succeed.",
             code="ConnectionError",
         ) from error
     finally:
@@ -73,18 +76,18 @@ def query(endpoint: PrometheusEndpoint, promql: str, *, at: datetime, timeout: f
         payload = None
     if status == 429 or status >= 500:
         raise TransientCloudError(
-            f"Prometheus at {base} answered HTTP {status}: {_detail(payload, body)}. This is usually temporary: "
+            f"Prometheus at {shown} answered HTTP {status}: {_detail(payload, body)}. This is usually temporary: "
             "a later attempt may succeed.",
             code=str(status),
         )
     if status != 200:
         raise PermanentCloudError(
-            f"Prometheus at {base} rejected the query with HTTP {status}: {_detail(payload, body)}.",
+            f"Prometheus at {shown} rejected the query with HTTP {status}: {_detail(payload, body)}.",
             code=str(status),
         )
     if not isinstance(payload, dict):
         raise PermanentCloudError(
-            f"Prometheus at {base} answered with something that is not a JSON object ({_excerpt(body)}). Check "
+            f"Prometheus at {shown} answered with something that is not a JSON object ({_excerpt(body)}). Check "
             "that the URL is the base address of a Prometheus server.",
             code="NotJson",
         )
@@ -96,9 +99,9 @@ def _sign(request: AWSRequest, endpoint: PrometheusEndpoint) -> None:
     credentials = session.get_credentials()
     if credentials is None:
         raise PermanentCloudError(
-            f"No AWS credentials were found to sign requests to Amazon Managed Service for Prometheus at "
-            f"{endpoint.url}. Give the portal credentials (or link the organization's role) that allow "
-            "aps:QueryMetrics.",
+            "No AWS credentials were found to sign requests to Amazon Managed Service for Prometheus at "
+            f"{_without_credentials(endpoint.url)}. Give the portal credentials (or link the organization's role) "
+            "that allow aps:QueryMetrics.",
             code="NoCredentials",
         )
     # Frozen: refreshable credentials must not change between the key id and the signature.
@@ -117,3 +120,15 @@ def _detail(payload: Any, body: bytes) -> str:
 def _excerpt(body: bytes) -> str:
     text = " ".join(body.decode("utf-8", "replace").split())
     return f'body "{text[:200]}"' if text else "empty body"
+
+
+def _without_credentials(url: str) -> str:
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+def _scrub(error: Exception, secret: str | None) -> str:
+    """The error's text without the URL's credentials (urllib3 repeats the whole URL in its errors)."""
+    return str(error).replace(secret, "") if secret else str(error)

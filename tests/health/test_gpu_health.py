@@ -281,3 +281,126 @@ def test_the_board_names_the_programs_prometheus_to_the_tenant(member_client, cl
     source(url="http://prometheus.example:9090", last_polled_at=T0)
     response = member_client.get(f"/clusters/{cluster.pk}/health/")
     assert "Prometheus “program AMP”" in response.text
+
+
+# --- What the review found: reads that must neither crash nor invent or clear conditions ----------------------------
+
+
+def test_two_series_of_one_gpu_are_one_event_the_worst_of_them(prometheus, cluster):
+    """Two scrape jobs (or a Prometheus pair) give the same GPU twice with different values."""
+    series = [
+        *[xid(host, g, 0, 0) for host in ("ip-10-1-0-1", "ip-10-1-0-2") for g in range(8)],
+        (XID_METRIC, {"Hostname": "ip-10-1-0-1", "gpu": "3", "job": "dcgm-b"}, [(T0, 48), (T0 + MINUTE, 48)]),
+        (XID_METRIC, {"Hostname": "ip-10-1-0-1", "gpu": "3", "job": "dcgm-c"}, [(T0, 79), (T0 + MINUTE, 79)]),
+        ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", {"Hostname": "ip-10-1-0-1", "gpu": "2", "job": "a"}, [(T0, 1)]),
+        ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", {"Hostname": "ip-10-1-0-1", "gpu": "2", "job": "b"}, [(T0, 2)]),
+    ]
+    amp = source(url=prometheus(series).url)
+    polling.poll_source(amp, now=T0 + MINUTE)
+    polling.poll_source(amp, now=T0 + MINUTE)
+    events = sorted(HealthEvent.objects.values_list("gpu", "kind", "code"))
+    assert events == [(2, "ecc_dbe_volatile", None), (3, "gpu_xid", 79)]
+    assert SupportCase.objects.count() == 1
+
+
+def test_posted_text_with_one_gpu_twice_is_one_event(member_api, cluster):
+    text = exporter_text({}) + 'DCGM_FI_DEV_XID_ERRORS{gpu="02",Hostname="ip-10-1-0-1"} 79\n'
+    response = post_metrics(member_api, cluster, text)
+    assert response.status_code == 200, response.json()
+    assert list(HealthEvent.objects.values_list("gpu", "code")) == [(2, 79)]
+
+
+def test_a_node_missing_from_one_poll_keeps_its_events_and_its_case_hears_nothing(prometheus, cluster):
+    node2 = [xid("ip-10-1-0-2", g, *[0] * 30) for g in range(8)]
+    # Node 1's GPU 3 has Xid 79 throughout, but its series are missing from minute 7 to minute 12.
+    gap = [(T0 + i * MINUTE, 79) for i in (*range(0, 2), *range(13, 30))]
+    node1 = [(XID_METRIC, {"Hostname": "ip-10-1-0-1", "gpu": str(g)}, [(t, 79 if g == 3 else 0) for t, _v in gap])
+             for g in range(8)]  # fmt: skip
+    amp = source(url=prometheus([*node1, *node2]).url)
+    polling.poll_source(amp, now=T0 + MINUTE)
+    polling.poll_source(amp, now=T0 + 9 * MINUTE)  # node 1 said nothing: silent, not healthy
+    assert HealthEvent.objects.get(kind="gpu_xid").resolved_at is None
+    assert HealthEvent.objects.get(kind="exporter_silent").resolved_at is None
+    polling.poll_source(amp, now=T0 + 14 * MINUTE)  # back: the same Xid, not a new one
+    assert HealthEvent.objects.filter(kind="gpu_xid").count() == 1
+    assert HealthEvent.objects.get(kind="exporter_silent").resolved_at is not None
+    case = SupportCase.objects.get()
+    assert not CaseEvent.objects.filter(case=case, kind="comment").exists()  # no "cleared", no second "opened"
+
+
+def test_a_scrape_posted_again_at_once_leaves_throttling_as_it_was(member_api, cluster):
+    def thermal(ns):
+        counter = f'# TYPE DCGM_FI_DEV_THERMAL_VIOLATION counter\nDCGM_FI_DEV_THERMAL_VIOLATION{{gpu="0"}} {ns}\n'
+        return exporter_text({}, host=None) + counter
+
+    post_metrics(member_api, cluster, thermal(0))
+    node = cluster.nodes.get(instance_id="i-0001")
+    node.gpu_counters["at"] -= 600
+    node.save()
+    assert post_metrics(member_api, cluster, thermal(300e9)).json()["opened"] == 1
+    again = post_metrics(member_api, cluster, thermal(300e9)).json()  # the reporter's retry, seconds later
+    assert (again["opened"], again["resolved"]) == (0, 0)
+    assert HealthEvent.objects.get().resolved_at is None
+
+
+def test_an_empty_exporter_text_is_refused_and_clears_nothing(member_api, cluster):
+    post_metrics(member_api, cluster, exporter_text({3: 79}))
+    response = post_metrics(member_api, cluster, "")
+    assert response.status_code == 400 and "no samples" in response.json()["metrics"][0]
+    assert HealthEvent.objects.get().resolved_at is None
+
+
+@pytest.mark.parametrize(
+    ("line_text", "says"),
+    [
+        ('DCGM_FI_DEV_XID_ERRORS{gpu="70000",Hostname="ip-10-1-0-1"} 79\n', "GPU index 70000"),
+        ('DCGM_FI_DEV_XID_ERRORS{gpu="9",Hostname="ip-10-1-0-1"} 1e30\n', "must be an Xid code"),
+    ],
+)
+def test_exporter_values_no_column_can_hold_are_400s(member_api, cluster, line_text, says):
+    response = post_metrics(member_api, cluster, exporter_text({}) + line_text)
+    assert response.status_code == 400 and says in response.json()["metrics"][0]
+    assert not HealthEvent.objects.exists()
+
+
+def test_an_infinite_counter_is_no_reading(member_api, cluster):
+    text = exporter_text({}) + 'DCGM_FI_DEV_THERMAL_VIOLATION{gpu="0",Hostname="ip-10-1-0-1"} +Inf\n'
+    assert post_metrics(member_api, cluster, text).status_code == 200
+    assert cluster.nodes.get(instance_id="i-0001").gpu_counters == {}
+
+
+def test_one_failing_source_never_stops_the_others(prometheus, cluster, monkeypatch):
+    good = source(url=prometheus([xid("ip-10-1-0-1", g, 79 if g == 0 else 0, 0) for g in range(8)]).url)
+    bad = PrometheusSource.objects.create(name="broken", url="http://127.0.0.1:9")
+    real = polling.apply_source
+
+    def explode(source, *args, **kwargs):
+        if source.pk == bad.pk:
+            raise RuntimeError("boom")
+        return real(source, *args, **kwargs)
+
+    monkeypatch.setattr(polling, "apply_source", explode)
+    monkeypatch.setattr(polling, "prometheus_vector_pairs", lambda payload: [])
+    assert polling.poll_all(now=T0)["sources"] >= 1
+    bad.refresh_from_db()
+    good.refresh_from_db()
+    assert good.last_error == "" and bad.last_error
+
+
+def test_open_must_be_true_or_false(member_api):
+    assert member_api.get("/api/v1/health-events/", {"open": "maybe"}).status_code == 400
+
+
+def test_a_tenant_sees_that_a_source_fails_not_why(member_client, support_client, cluster):
+    source(url="http://prometheus.internal:9090", last_error="Could not connect to Prometheus at http://prometheus")
+    assert "prometheus.internal" not in member_client.get(f"/clusters/{cluster.pk}/health/").text
+    assert "Could not connect" in support_client.get(f"/clusters/{cluster.pk}/health/").text
+
+
+def test_prometheus_errors_never_show_credentials_from_the_url():
+    from portal.cloud import PermanentCloudError, TransientCloudError
+    from portal.cloud.prometheus import PrometheusEndpoint, query
+
+    with pytest.raises((TransientCloudError, PermanentCloudError)) as error:
+        query(PrometheusEndpoint("http://reader:s3cret@127.0.0.1:9"), "up", at=T0, timeout=1)
+    assert "s3cret" not in error.value.message and "127.0.0.1:9" in error.value.message

@@ -1,8 +1,9 @@
 """POST /api/v1/clusters/{id}/jobs/ingest/: a cluster's sacct table in, one row per (cluster, job id) out."""
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
+import time_machine
 from rest_framework.test import APIClient
 
 from tests.factories import ActiveAllocationFactory, ClusterFactory, instance_type
@@ -244,3 +245,80 @@ def test_the_slurm_node_map_is_kept_for_the_cluster(reporter, cluster):
 def test_the_token_records_its_last_use(reporter, cluster):
     post(reporter, cluster, report(line("1")))
     assert cluster.reporter_tokens.get().last_used_at is not None
+
+
+# --- Reports no column, no worker and no rollup can take -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("row", "says"),
+    [
+        (line("1", nodelist="a[0-99999]b[0-99999]"), "more than 10,000 nodes"),  # ten billion names in 20 characters
+        (line("1", nodelist="n[0-99999]"), "more than 10,000 nodes"),
+        (line("1", elapsed=str(2**63)), "ElapsedRaw 9223372036854775808 is out of range"),
+        (line("1", nnodes=str(2**40)), "NNodes 1099511627776 is out of range"),
+        (line("1", state=f"CANCELLED by {2**40}"), "is out of range"),
+        (line("1", tres=f"gres/gpu={2**40}"), "gres/gpu 1099511627776 is out of range"),
+        (line("9" * 65), "JobID must look like"),
+        (line("1", start="0001-01-02T00:00:00"), "is not a time a job of this program can have"),
+        (line("1", end="9999-12-31T23:59:59"), "is not a time a job of this program can have"),
+    ],
+)
+def test_values_beyond_any_real_job_are_400s_naming_the_line(reporter, cluster, row, says):
+    response = post(reporter, cluster, report(row))
+    assert response.status_code == 400
+    assert response.json()["sacct"][0].startswith("line 2: ") and says in response.json()["sacct"][0]
+    assert not Job.objects.exists()
+
+
+def test_a_report_naming_too_many_nodes_in_all_is_refused_before_any_work(reporter, cluster):
+    rows = [line(str(n), nnodes="10000", nodelist="n[1-10000]") for n in range(101)]  # 1,010,000 node names
+    response = post(reporter, cluster, report(*rows))
+    assert response.status_code == 400
+    assert "more than 1,000,000" in response.json()["sacct"][0]
+
+
+def test_an_empty_or_chunked_report_is_refused_not_taken_for_no_jobs(reporter, cluster):
+    assert post(reporter, cluster, "  \n").status_code == 400
+    chunked = reporter.generic(
+        "POST", url(cluster), report(line("1")).encode(), content_type="text/plain", HTTP_TRANSFER_ENCODING="chunked"
+    )
+    assert chunked.status_code == 411
+    cluster.refresh_from_db()
+    assert cluster.last_report_at is None  # nothing was taken as a report
+
+
+def test_json_nested_too_deeply_is_a_400(reporter, cluster):
+    body = ("[" * 100_000 + "]" * 100_000).encode()
+    response = reporter.generic("POST", url(cluster), b'{"sacct": ' + body + b"}", content_type="application/json")
+    assert response.status_code == 400
+
+
+def test_a_job_from_long_before_the_program_marks_only_the_programs_days(reporter, cluster):
+    from workloads.usage.models import UsageDirtyDay
+
+    first_pool_day = cluster.allocation.pool.starts_on
+    with time_machine.travel(datetime.combine(first_pool_day, datetime.min.time(), UTC) + timedelta(days=10)):
+        post(reporter, cluster, report(line("1", start="2001-01-01T00:00:00", end="2001-01-02T00:00:00")))
+    days = sorted(UsageDirtyDay.objects.values_list("day", flat=True))
+    assert days[0] == first_pool_day and len(days) <= 11  # not 26 years of days for the rollup to rebuild
+
+
+def test_a_job_on_a_gone_node_stays_unknown_since_it_first_was(reporter, cluster):
+    from tests.factories import ClusterNodeFactory
+
+    ClusterNodeFactory(cluster=cluster, hostname="ip-10-1-0-1", gone_at=datetime(2026, 11, 1, tzinfo=UTC))
+    running = line("7", state="RUNNING", end="Unknown", nodelist="ip-10-1-0-1")
+    with time_machine.travel(datetime(2026, 11, 24, 3, tzinfo=UTC), tick=False):
+        post(reporter, cluster, report(running))
+    since = Job.objects.get().state_unknown_since
+    with time_machine.travel(datetime(2026, 11, 24, 4, tzinfo=UTC), tick=False):
+        assert post(reporter, cluster, report(running)).json()["unchanged"] == 1
+    assert Job.objects.get().state_unknown_since == since
+
+
+def test_slurm_names_keep_the_hosts_they_had_when_reported(reporter, cluster):
+    post(reporter, cluster, report(line("1", nodelist="q-st-p5-1")), slurm_nodes="q-st-p5-1|ip-10-1-0-1|10.1.0.1\n")
+    assert Job.objects.get().hosts == ["10.1.0.1"]
+    post(reporter, cluster, report(line("2", nodelist="q-st-p5-1")), slurm_nodes="q-st-p5-1|ip-10-1-0-9|10.1.0.9\n")
+    assert dict(Job.objects.values_list("job_id", "hosts")) == {"1": ["10.1.0.1"], "2": ["10.1.0.9"]}

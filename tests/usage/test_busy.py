@@ -1,7 +1,7 @@
 """Busy accelerator-hours: jobs' accelerator-time on the org's nodes, in the rollups beside running and allocated,
 never more than a node ran in any hour."""
 
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 
 import pytest
 import time_machine
@@ -127,7 +127,7 @@ def test_slurm_names_reach_nodes_through_the_reporters_node_map(cluster, two_nod
         "timezone": "Asia/Tokyo",
     }
     with time_machine.travel(jst(2027, 1, 6, 9), tick=False):
-        client.post(f"/api/v1/clusters/{cluster.pk}/jobs/ingest/", body, format="json")
+        assert client.post(f"/api/v1/clusters/{cluster.pk}/jobs/ingest/", body, format="json").status_code == 200
     assert rolled_up(cluster).busy_accelerator_microseconds == 8 * HOUR
 
 
@@ -233,3 +233,57 @@ def test_busy_hours_show_on_the_org_page_and_in_its_csv(cluster, two_nodes, org_
     assert "16.0 held by jobs (30.8% of running)" in page.text  # 16 of the 52 accelerator-hours the nodes ran
     header, row = csv.content.decode("utf-8-sig").splitlines()[:2]
     assert header.split(",")[-1] == "busy_accelerator_hours" and row.split(",")[-1] == "16.0"
+
+
+def test_a_replaced_static_node_keeps_its_past_busy_hours(cluster):
+    """ParallelCluster: q-st-p5-1 ran on 10.1.0.1, then was replaced by a node at 10.1.0.9 under the same name;
+    rebuilding the first day (a rate change, a full rebuild) still finds the job on the node it ran on."""
+    old, new = node(cluster, "i-old", "ip-10-1-0-1"), node(cluster, "i-new", "ip-10-1-0-9")
+    node_run(cluster, old, jst(2027, 1, 5, 10), jst(2027, 1, 5, 12))
+    node_run(cluster, new, jst(2027, 1, 6, 10), jst(2027, 1, 6, 12))
+    client = APIClient()
+    client.force_authenticate(MembershipFactory(organization=cluster.organization).user)
+    for day, address in ((5, "10.1.0.1"), (6, "10.1.0.9")):
+        body = {
+            "sacct": HEADER
+            + "\n"
+            + line(
+                f"{day}",
+                start=f"2027-01-0{day}T10:00:00",
+                end=f"2027-01-0{day}T12:00:00",
+                elapsed="7200",
+                nodelist="q-st-p5-1",
+            )
+            + "\n",  # fmt: skip
+            "slurm_nodes": f"q-st-p5-1|q-st-p5-1|{address}\n",
+            "timezone": "Asia/Tokyo",
+        }
+        with time_machine.travel(jst(2027, 1, day, 13), tick=False):
+            assert client.post(f"/api/v1/clusters/{cluster.pk}/jobs/ingest/", body, format="json").status_code == 200
+    assert rolled_up(cluster).busy_accelerator_microseconds == 2 * 8 * HOUR  # Jan 5, rebuilt after the change
+
+
+def test_days_before_the_first_report_covers_have_no_busy_figure(cluster, two_nodes):
+    node_run(cluster, two_nodes[0], jst(2027, 1, 3, 10), jst(2027, 1, 3, 12))
+    with time_machine.travel(jst(2027, 1, 6, 9), tick=False):
+        report(cluster, line("1", start="2027-01-05T10:00:00", end="2027-01-05T11:00:00", elapsed="3600",
+                             nodelist="ip-10-1-0-1"))  # fmt: skip
+    assert rolled_up(cluster, day=date(2027, 1, 3)).busy_accelerator_microseconds is None  # before: not reported
+    assert rolled_up(cluster).busy_accelerator_microseconds == 8 * HOUR
+
+
+def test_hours_nest_in_the_days_of_a_zone_with_a_half_hour_offset(settings):
+    from zoneinfo import ZoneInfo
+
+    from django.utils import timezone
+
+    from workloads.jobs.busy import hours
+
+    settings.TIME_ZONE = "Asia/Kolkata"  # +05:30
+    with timezone.override(ZoneInfo("Asia/Kolkata")):
+        india = ZoneInfo("Asia/Kolkata")
+        start = datetime(2027, 1, 5, 22, 45, tzinfo=india)
+        parts = list(hours(start, start + timedelta(hours=2)))
+        assert [timezone.localtime(hour).strftime("%d %H:%M") for hour, _part in parts] == ["05 22:00", "05 23:00",
+                                                                                          "06 00:00"]  # fmt: skip
+        assert sum(part for _hour, part in parts) == 2 * HOUR

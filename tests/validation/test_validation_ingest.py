@@ -69,8 +69,9 @@ def test_the_mpirun_run_reports_its_average_and_is_suspect_short_of_large_messag
     assert NcclValidation.objects.get().case == case
 
     # A second suspect run adds to the same case; a passing one clears the mark and says so on it.
-    post(reporter, cluster, MPIRUN_LOG, nodes=2)
+    post(reporter, cluster, MPIRUN_LOG.replace("52.9753", "51.0002"), nodes=2)
     assert SupportCase.objects.count() == 1
+    assert CaseEvent.objects.filter(case=case, kind="comment").count() == 1
     post(reporter, cluster, SRUN_LOG, nodes=2)
     cluster.refresh_from_db()
     assert cluster.interconnect_suspect_since is None
@@ -172,3 +173,29 @@ def test_a_tenant_reads_its_own_validations_only(reporter, cluster, member, outs
     validation = NcclValidation.objects.get()
     assert theirs.get(f"/api/v1/nccl-validations/{validation.pk}/").status_code == 404
     assert Cluster.objects.get().interconnect_suspect_since is None
+
+
+def test_the_same_log_posted_again_is_the_same_run(reporter, cluster):
+    first = post(reporter, cluster, MPIRUN_LOG, nodes=2)
+    again = post(reporter, cluster, MPIRUN_LOG, nodes=2)  # the reporter's retry after a timeout
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert again.json()["id"] == first.json()["id"]
+    assert NcclValidation.objects.count() == 1
+    case = SupportCase.objects.get()
+    assert not CaseEvent.objects.filter(case=case, kind="comment").exists()  # no second word on the case
+
+
+@pytest.mark.parametrize(
+    ("log", "says"),
+    [
+        (MPIRUN_LOG.replace("52.9753", "1e999"), "the average bus bandwidth '1e999' is not a number"),
+        (SRUN_LOG.replace("487.26", "1e999"), "the in-place busbw '1e999' is not a number"),
+        (MPIRUN_LOG.replace("values : 0 OK", "values : 99999999999999999999999 OK"), "out of range"),
+    ],
+)
+def test_numbers_no_column_can_hold_are_refused(reporter, cluster, log, says):
+    response = post(reporter, cluster, log, nodes=2)
+    assert response.status_code == 400
+    assert says in response.json()["log"][0]
+    assert not NcclValidation.objects.exists()
+    assert reporter.get("/api/v1/nccl-validations/").status_code == 401  # a reporter token reads nothing

@@ -47,13 +47,14 @@ class HostIndex:
             if candidates[-1].gone_at is None:
                 self._live_clusters[key].add(cluster_id)
 
-    def key(self, cluster_id: int, name: str) -> str:
-        """The host key of a name as the cluster reports it: a Slurm node name goes through the reporter's map."""
-        return host_key(self._slurm.get(cluster_id, {}).get(name, name))
+    def key(self, cluster_id: int, name: str, *, mapped: bool = True) -> str:
+        """The host key of a name as the cluster reports it: a Slurm node name goes through the reporter's map
+        (`mapped=False`: the name is a host already, e.g. one resolved when its job was reported)."""
+        return host_key(self._slurm.get(cluster_id, {}).get(name, name) if mapped else name)
 
-    def nodes(self, cluster_id: int, name: str) -> list[ClusterNode]:
+    def nodes(self, cluster_id: int, name: str, *, mapped: bool = True) -> list[ClusterNode]:
         """Every node that ever had this host name in the cluster, the live one last."""
-        return self._nodes.get((cluster_id, self.key(cluster_id, name)), [])
+        return self._nodes.get((cluster_id, self.key(cluster_id, name, mapped=mapped)), [])
 
     def live(self, cluster_id: int, name: str) -> ClusterNode | None:
         nodes = self.nodes(cluster_id, name)

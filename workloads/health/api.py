@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, extend_schema_view
-from rest_framework import mixins
+from rest_framework import mixins, status
 
 from tenants.api import TenantScopedViewSet
 from workloads.health.filters import HealthEventFilter
@@ -33,7 +33,7 @@ class HealthIngestView(ClusterIngestView):
         outcome = ingest_exporter_text(cluster=cluster, text=data["metrics"], host=data.get("host", ""))
         body = asdict(outcome)
         body.pop("unmatched_hosts")
-        return body
+        return body, status.HTTP_200_OK
 
 
 @extend_schema_view(

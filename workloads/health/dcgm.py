@@ -27,7 +27,7 @@ Rules, and why:
 - GPUs missing: an index below `expected_gpus` (0-7 on a p5) that no sample from the host carries.
   A host whose exporter sends nothing at all is not in the samples: the caller, who knows the node
   list, reports that.
-- NaN values carry no information and are skipped.
+- NaN and infinite values carry no information and are skipped.
 """
 
 import math
@@ -473,7 +473,7 @@ def classify(
         if "gpu" in labels:
             gpus_by_host[host].add(labels["gpu"])
         name = labels.get("__name__", "")
-        if math.isnan(value) or (name != XID_METRIC and name not in _RULE_BY_METRIC):
+        if not math.isfinite(value) or (name != XID_METRIC and name not in _RULE_BY_METRIC):
             continue
         gpu = _gpu(labels, name)
         if name == XID_METRIC:
@@ -507,15 +507,21 @@ def host_of(labels: Mapping[str, str], default_host: str | None = None) -> str:
     return host
 
 
+MAX_GPU = 255  # GPU indexes of one node
+MAX_XID = 1_000_000  # Xid codes are below 200 today
+
+
 def _gpu(labels: Mapping[str, str], name: str) -> int:
     gpu = labels.get("gpu", "")
     if not gpu.isascii() or not gpu.isdigit():
         raise ParseError(None, f"a sample of {name} needs a gpu label holding the GPU index, found {gpu!r}")
+    if len(gpu) > 3 or int(gpu) > MAX_GPU:
+        raise ParseError(None, f"a sample of {name} has the GPU index {gpu[:20]}: at most {MAX_GPU}")
     return int(gpu)
 
 
 def _xid_readings(host: str, gpu: int, value: float, labels: Mapping[str, str]) -> list[GpuReading]:
-    if not value.is_integer() or value < 0:
+    if not value.is_integer() or not 0 <= value <= MAX_XID:
         raise ParseError(None, f"{XID_METRIC} on {host} GPU {gpu} must be an Xid code, found {value:g}")
     code = int(value)
     if code == 0:
@@ -536,7 +542,7 @@ def _counters(previous: Iterable[Pair], default_host: str | None) -> dict[tuple[
     for labels, value in previous:
         name = labels.get("__name__", "")
         rule = _RULE_BY_METRIC.get(name)
-        if rule is None or rule.min_fraction is None or math.isnan(value):
+        if rule is None or rule.min_fraction is None or not math.isfinite(value):
             continue
         key = (host_of(labels, default_host), _gpu(labels, name), name)
         counters[key] = max(value, counters.get(key, value))

@@ -15,8 +15,14 @@ class HealthEventFilter(filters.FilterSet):
         label=_("Organization"), field_name="organization", to_field_name="slug", queryset=organization_choices
     )
     cluster = filters.ModelChoiceFilter(label=_("Cluster"), field_name="cluster", queryset=visible_rows(Cluster))
-    open = filters.BooleanFilter(label=_("Open"), field_name="resolved_at", lookup_expr="isnull",
-                                 help_text="true: conditions that still hold; false: resolved ones.")  # fmt: skip
+    # A choice, not a BooleanFilter: "maybe" is a 400, not silently every event.
+    open = filters.TypedChoiceFilter(
+        label=_("Open"),
+        choices=[("true", _("Open")), ("false", _("Resolved"))],
+        coerce=lambda value: value == "true",
+        method="filter_open",
+        help_text="true: conditions that still hold; false: resolved ones.",
+    )
     severity = filters.ChoiceFilter(label=_("Severity"), choices=HealthEvent.Severity.choices)
     kind = filters.ChoiceFilter(label=_("Kind"), choices=HealthEvent.Kind.choices)
     instance_id = filters.CharFilter(label=_("Instance"))
@@ -24,3 +30,6 @@ class HealthEventFilter(filters.FilterSet):
     class Meta:
         model = HealthEvent
         fields = ["organization", "cluster", "open", "severity", "kind", "instance_id"]
+
+    def filter_open(self, queryset, name, value):
+        return queryset.filter(resolved_at__isnull=value)

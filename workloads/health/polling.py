@@ -113,7 +113,7 @@ def apply_source(source: PrometheusSource, current: list[Pair], previous: list[P
         except ParseError as error:  # one node's malformed series never stops the others
             unmatched.add(f"{node.hostname or node.instance_id}: {error}")
     outcome = Outcome(unmatched_hosts=sorted(unmatched)[:MAX_UNMATCHED])
-    for cluster_id, readings in by_cluster.items():
+    for cluster_id, readings in sorted(by_cluster.items()):  # clusters locked in one order: no deadlock
         # A GPU node of a reporting cluster that sent nothing: its exporter (or the node) has gone quiet.
         silent = [
             n for n in nodes
@@ -129,7 +129,15 @@ def poll_all(*, now: datetime | None = None, query: Callable | None = None) -> d
     """Beat's task: every enabled source once."""
     done = {"sources": 0, "opened": 0, "resolved": 0}
     for source in PrometheusSource.objects.filter(enabled=True).select_related("organization"):
-        outcome = poll_source(source, now=now, query=query)
+        try:
+            outcome = poll_source(source, now=now, query=query)
+        except Exception as error:  # one source's failure never stops the others; it is shown on the source
+            log.exception("GPU telemetry from %s failed", source.name)
+            message = f"{type(error).__name__}: {error}"[:500]
+            PrometheusSource.objects.filter(pk=source.pk).update(
+                last_polled_at=now or timezone.now(), last_error=message
+            )
+            continue
         done["sources"] += 1
         done["opened"] += outcome.opened
         done["resolved"] += outcome.resolved

@@ -6,10 +6,11 @@ kind: a database constraint). Two sources, one path: the exporter text a cluster
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -37,6 +38,8 @@ Kind = HealthEvent.Kind
 KINDS = {"xid": Kind.GPU_XID, **{rule.kind: Kind(rule.kind) for rule in METRIC_RULES}}
 GPU_KINDS = frozenset(KINDS.values())
 COUNTER_METRICS = frozenset(rule.metric for rule in METRIC_RULES if rule.min_fraction is not None)
+COUNTER_KINDS = frozenset(KINDS[rule.kind] for rule in METRIC_RULES if rule.min_fraction is not None)
+MIN_WINDOW = timedelta(minutes=1)  # throttling is judged over at least this long
 GPU_ACCELERATORS = ("H100", "H200", "A100")  # catalog accelerators the DCGM exporter reports on
 
 
@@ -73,6 +76,15 @@ def gpu_catalog() -> dict[str, tuple[str, int]]:
     return {name: (accelerator, count) for name, accelerator, count in rows}
 
 
+@dataclass(frozen=True)
+class NodeReading:
+    """What one read said of one node: its faults, and whether the throttling counters could be judged (they need
+    an earlier snapshot at least MIN_WINDOW old: without one, what they showed before stands)."""
+
+    faults: list[GpuReading]
+    counters_judged: bool
+
+
 def classify_node(
     node: ClusterNode,
     pairs: list[Pair],
@@ -80,33 +92,49 @@ def classify_node(
     catalog: Mapping[str, tuple[str, int]],
     previous: list[Pair] | None,
     window_seconds: float | None,
-) -> list[GpuReading]:
+) -> NodeReading:
     """One node's readings; every sample is taken to be about this node (the caller matched it)."""
     host = node.instance_id
     mine = [({**labels, "instance_id": host}, value) for labels, value in pairs]
-    before = [({**labels, "instance_id": host}, value) for labels, value in previous] if previous else None
-    return list(
-        classify(
-            mine,
-            expected_gpus=expected_gpus(node.instance_type, catalog),
-            previous=before if before and window_seconds else None,
-            window_seconds=window_seconds if before else None,
-        )
+    judged = bool(previous) and window_seconds is not None and window_seconds >= MIN_WINDOW.total_seconds()
+    before = [({**labels, "instance_id": host}, value) for labels, value in previous] if judged else None
+    faults = classify(
+        mine,
+        expected_gpus=expected_gpus(node.instance_type, catalog),
+        previous=before,
+        window_seconds=window_seconds if judged else None,
     )
+    return NodeReading(faults=list(faults), counters_judged=judged)
+
+
+def worst_per_gpu(faults: Iterable[GpuReading]) -> dict[tuple[int, str], GpuReading]:
+    """One reading per GPU and kind, the worst of them: two series of one GPU (two scrape jobs, a Prometheus pair)
+    may disagree, and one condition is one event."""
+    worst: dict[tuple[int, str], GpuReading] = {}
+    for reading in faults:
+        key = (reading.gpu, KINDS[reading.kind])
+        rank = (reading.severity == "critical", reading.value)
+        if key not in worst or rank > (worst[key].severity == "critical", worst[key].value):
+            worst[key] = reading
+    return worst
 
 
 @transaction.atomic
 def apply_readings(
     cluster: Cluster,
-    readings: Mapping[ClusterNode, list[GpuReading]],
+    readings: Mapping[ClusterNode, NodeReading],
     *,
     source: str,
     now: datetime,
     silent: Iterable[ClusterNode] = (),
 ) -> Outcome:
-    """The cluster's GPU events for the nodes read (`readings`, each node's complete list: what is not in it is
-    normal), and a warning for each node whose exporter said nothing while others did (`silent`)."""
+    """The cluster's GPU events for the nodes read (`readings`: each node's complete faults, so what is not in them
+    is normal), and a warning for each node whose exporter said nothing while others did (`silent`: nothing was
+    read of it, so its other events stay as they are)."""
     org = cluster.organization
+    # One cluster's readings one at a time: a poll and a post (or two polls) never open the same event twice,
+    # nor two cases for one cluster.
+    Cluster.objects.select_for_update().filter(pk=cluster.pk).first()
     silent = list(silent)
     ids = [node.instance_id for node in (*readings, *silent)]
     open_events = {
@@ -116,18 +144,19 @@ def apply_readings(
         )
     }
     new, resolved, still = [], [], set()
-    for node, node_readings in readings.items():
-        for reading in node_readings:
-            kind = KINDS[reading.kind]
-            key = (node.instance_id, reading.gpu, kind)
+    for node, reading in readings.items():
+        for (gpu, kind), fault in worst_per_gpu(reading.faults).items():
+            key = (node.instance_id, gpu, kind)
             event = open_events.get(key)
-            if event is not None and event.code == reading.code:
+            if event is not None and event.code == fault.code:
                 still.add(key)
                 continue  # the same condition, read again
-            new.append(_event(cluster, node, reading, kind, source, now))
+            new.append(_event(cluster, node, fault, kind, source, now))
+        if not reading.counters_judged:  # no window to judge throttling in: those events stand
+            still.update(key for key in open_events if key[0] == node.instance_id and key[2] in COUNTER_KINDS)
     for node in silent:
+        still.update(key for key in open_events if key[0] == node.instance_id)
         key = (node.instance_id, None, Kind.EXPORTER_SILENT)
-        still.add(key)
         if key not in open_events:
             message = _("The GPU exporter on %(node)s sent nothing while the cluster's other nodes did.") % {
                 "node": node.hostname or node.instance_id
@@ -146,7 +175,10 @@ def apply_readings(
     HealthEvent.objects.bulk_create(new)
     report_health(cluster, opened=new, cleared=[e for e in resolved if e.kind != Kind.EXPORTER_SILENT])
     return Outcome(
-        readings=sum(len(r) for r in readings.values()), opened=len(new), resolved=len(resolved), nodes=len(readings)
+        readings=sum(len(r.faults) for r in readings.values()),
+        opened=len(new),
+        resolved=len(resolved),
+        nodes=len(readings),
     )
 
 
@@ -172,11 +204,13 @@ def _event(cluster, node, reading: GpuReading, kind, source, now) -> HealthEvent
 def ingest_exporter_text(*, cluster: Cluster, text: str, host: str = "", now: datetime | None = None) -> Outcome:
     """One node's dcgm-exporter scrape, posted by the cluster. The node is named by the samples (their instance id
     or Hostname label) or by `host` (the Slurm node it was scraped from); a node the portal does not know is a 400.
-    Throttling is judged against the previous scrape posted for the node."""
+    Throttling is judged against the previous scrape posted for the node, at least MIN_WINDOW earlier."""
     now = now or timezone.now()
     with field_errors("metrics"):
         pairs = sample_pairs(parse_exposition(text).samples)
         names = {host_of(labels, host or None) for labels, _value in pairs}
+    if not pairs:  # nothing read is not "all normal": an empty or cut body must clear no condition
+        raise ValidationError({"metrics": _("The exporter text has no samples: post a whole /metrics scrape.")})
     index = HostIndex(ClusterNode.objects.for_org(cluster.organization).filter(cluster=cluster),
                       {cluster.pk: cluster.slurm_nodes or {}})  # fmt: skip
     nodes = {name: index.live(cluster.pk, name) for name in names | ({host} if host else set())}
@@ -188,15 +222,14 @@ def ingest_exporter_text(*, cluster: Cluster, text: str, host: str = "", now: da
     by_node: dict[ClusterNode, list[Pair]] = defaultdict(list)
     for labels, value in pairs:
         by_node[nodes[host_of(labels, host or None)]].append((labels, value))
-    if not by_node and host:
-        by_node[nodes[host]] = []  # an exporter with nothing to say about any GPU: every condition cleared
     catalog = gpu_catalog()
     readings = {}
     for node, node_pairs in by_node.items():
         previous, window = _previous_counters(node, now)
         with field_errors("metrics"):  # a rule's series without its gpu label, an Xid that is not a whole number
             readings[node] = classify_node(node, node_pairs, catalog=catalog, previous=previous, window_seconds=window)
-        _keep_counters(node, node_pairs, now)
+        if readings[node].counters_judged or previous is None:
+            _keep_counters(node, node_pairs, now)  # a snapshot too soon after the last (a retry) keeps the older one
     return apply_readings(cluster, readings, source=HealthEvent.Source.PUSH, now=now)
 
 
@@ -211,6 +244,10 @@ def _previous_counters(node: ClusterNode, now: datetime) -> tuple[list[Pair] | N
 
 
 def _keep_counters(node: ClusterNode, pairs: list[Pair], now: datetime) -> None:
-    counters = [[dict(labels), value] for labels, value in pairs if labels.get("__name__") in COUNTER_METRICS]
+    counters = [
+        [dict(labels), value]
+        for labels, value in pairs
+        if labels.get("__name__") in COUNTER_METRICS and math.isfinite(value)
+    ]
     node.gpu_counters = {"at": now.timestamp(), "pairs": counters} if counters else {}
     ClusterNode.objects.filter(pk=node.pk).update(gpu_counters=node.gpu_counters)

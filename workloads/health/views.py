@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET
 
 from portal.forms import apply_errors
 from portal.pages import paginate, render_page
-from tenants.access import is_program_manager, require_program_staff, visible_organizations
+from tenants.access import is_program_manager, is_program_staff, require_program_staff, visible_organizations
 from tenants.models import InstanceType
 from workloads.clusters.models import Cluster, ClusterNode
 from workloads.health.dcgm import METRIC_RULES, OTHER_XID, XID_RULES
@@ -119,6 +119,7 @@ def health_board(request, pk: int):
         "board": board(cluster),
         "resolved": list(resolved),
         "sources": sources_for(org),
+        "is_staff": is_program_staff(request.user),  # a source's error names the program's own endpoints
         "now": timezone.now(),
     }
     return render_page(request, "workloads/health/board.html", context, fragment="health-board")

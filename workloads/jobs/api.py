@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, extend_schema_view
-from rest_framework import mixins
+from rest_framework import mixins, status
 
 from tenants.api import TenantScopedViewSet
 from workloads.jobs.filters import JobFilter
@@ -38,7 +38,7 @@ class JobIngestView(ClusterIngestView):
             slurm_nodes=data.get("slurm_nodes", ""),
             interval_seconds=data.get("interval_seconds"),
         )
-        return asdict(result)
+        return asdict(result), status.HTTP_200_OK
 
 
 @extend_schema_view(

@@ -7,7 +7,7 @@ node ran in that hour (its run intervals × its accelerators). The usage rollup 
   host name, ParallelCluster through the reporter's node map. A name the portal cannot place counts nothing, since
   no running time is known for it. Where a private address came back on a replacement node, each hour goes to
   the node that ran in it.
-- Hours are whole UTC hours: in the program's Asia/Tokyo they are its own hours, so they nest in program days.
+- Hours are the program time zone's hours, so they nest in program days.
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
-from django.db.models import Q
+from django.db.models import Min, Q
 from django.utils import timezone
 
 from tenants.models import InstanceType
 from workloads.clusters.hosts import HostIndex, host_key
 from workloads.clusters.models import Cluster, ClusterNode
 from workloads.jobs.models import Job
-from workloads.jobs.sacct import HOLDING_STATES, expand_nodelist
+from workloads.jobs.sacct import HOLDING_STATES, job_hosts
 from workloads.usage.definitions import overlap
 
 HOUR = timedelta(hours=1)
@@ -46,23 +46,36 @@ class NodeRun:
 class BusyTime:
     by_pool: dict[tuple[int, int, date], int]  # (organization, pool, day) → accelerator-µs
     by_cluster: dict[tuple[int, int | None, int, date], int]  # (organization, cluster, pool, day) → accelerator-µs
-    reporting: set[int]  # organizations with any job reported: their busy time is a figure, 0 included
+    reporting_since: dict[int, date]  # organization → the first day its reports cover
+
+    def figure(self, parts: dict, key: tuple) -> int | None:
+        """The busy time of `key` (organization first, day last) in `parts`: a figure, 0 included, from the first
+        day the organization's reports cover; None ("not reported") before."""
+        since = self.reporting_since.get(key[0])
+        return parts.get(key, 0) if since is not None and key[-1] >= since else None
 
 
 def hours(start: datetime, end: datetime):
-    """(hour start, µs of [start, end) in that hour) for each UTC hour the span touches."""
-    hour = start.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+    """(hour start, µs of [start, end) in that hour) for each hour of the program's time zone the span touches:
+    local hours nest in program days, whatever the zone's offset."""
+    hour = timezone.localtime(start).replace(minute=0, second=0, microsecond=0).astimezone(UTC)
     while hour < end:
-        if part := overlap(start, end, hour, hour + HOUR):
+        following = hour + HOUR  # in UTC: a local hour is an hour, across daylight-saving changes too
+        if part := overlap(start, end, hour, following):
             yield hour, part
-        hour += HOUR
+        hour = following
 
 
 def busy_time(organization_ids: list[int], window: tuple[datetime, datetime], runs: list[NodeRun]) -> BusyTime:
-    reporting = set(
-        Job.objects.filter(organization_id__in=organization_ids).values_list("organization_id", flat=True).distinct()
+    firsts = (
+        Job.objects.filter(organization_id__in=organization_ids)
+        .values("organization_id")
+        .annotate(reported=Min("first_reported_at"), started=Min("started_at"))
+        .values_list("organization_id", "reported", "started")
     )
-    result = BusyTime(by_pool=defaultdict(int), by_cluster=defaultdict(int), reporting=reporting)
+    # From the first day a report covered: its first report's day, or the start of the earliest job it named.
+    reporting = {org: timezone.localdate(min(filter(None, (reported, started)))) for org, reported, started in firsts}
+    result = BusyTime(by_pool=defaultdict(int), by_cluster=defaultdict(int), reporting_since=reporting)
     if not reporting:
         return result
     demand = _demand(organization_ids, window)
@@ -107,8 +120,9 @@ def _demand(organization_ids: list[int], window: tuple[datetime, datetime]) -> d
             "last_reported_at",
             "elapsed_seconds",
             "node_list",
+            "hosts",
             "accelerators",
-        )  # fmt: skip
+        )
     )
     if not jobs:
         return {}
@@ -120,7 +134,7 @@ def _demand(organization_ids: list[int], window: tuple[datetime, datetime]) -> d
         dict(Cluster.objects.filter(pk__in=clusters).values_list("pk", "slurm_nodes")),
     )
     demand: dict[tuple[int, str, datetime], int] = defaultdict(int)
-    for cluster_id, state, started, ended, reported, elapsed, node_list, accelerators in jobs:
+    for cluster_id, state, started, ended, reported, elapsed, node_list, hosts, accelerators in jobs:
         if ended is not None:
             until = ended
         elif state in HOLDING_STATES:
@@ -130,10 +144,10 @@ def _demand(organization_ids: list[int], window: tuple[datetime, datetime]) -> d
         start, end = max(started, window[0]), min(until, window[1])
         if end <= start:
             continue
-        names = expand_nodelist(node_list)
+        names = job_hosts(node_list, hosts)
         share, extra = divmod(accelerators, len(names))
         for position, name in enumerate(names):
-            nodes = index.nodes(cluster_id, name)
+            nodes = index.nodes(cluster_id, name, mapped=not hosts)
             if not nodes:
                 continue  # a host the portal does not know ran nothing it can count
             key = _canonical(nodes[-1])

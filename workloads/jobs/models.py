@@ -39,13 +39,16 @@ class Job(models.Model):
     account = models.CharField(_("account"), max_length=64, blank=True)
     partition = models.CharField(_("partition"), max_length=64, blank=True)
     state = models.CharField(_("state"), max_length=24)
-    cancelled_by_uid = models.IntegerField(_("cancelled by uid"), null=True, blank=True)
+    cancelled_by_uid = models.PositiveBigIntegerField(_("cancelled by uid"), null=True, blank=True)
     submitted_at = models.DateTimeField(_("submitted"), null=True, blank=True)
     started_at = models.DateTimeField(_("started"), null=True, blank=True)
     ended_at = models.DateTimeField(_("ended"), null=True, blank=True)
     elapsed_seconds = models.PositiveBigIntegerField(_("elapsed seconds"), default=0)
     node_count = models.PositiveIntegerField(_("nodes"), default=0)
     node_list = models.TextField(_("node list"), blank=True)  # Slurm's hostlist, e.g. ip-10-1-0-[1-4]
+    # The hosts behind the node names, as the reporter's node map said when the job was reported; empty where the
+    # names are the hosts (HyperPod). A static ParallelCluster node replaced later keeps its name, not its host.
+    hosts = models.JSONField(_("hosts"), default=list, blank=True)
     accelerators = models.PositiveIntegerField(_("accelerators"), default=0)
     accelerator_kind = models.CharField(_("accelerator kind"), max_length=8, blank=True)  # gpu, neuron
     accelerator_type = models.CharField(_("accelerator type"), max_length=32, blank=True)  # h100

@@ -84,6 +84,7 @@ HOLDING_STATES = frozenset(
 
 ACCELERATOR_GRES = ("gpu", "neuron")  # gres/gpu on P5, gres/neuron on Trn1
 
+MAX_JOB_ID = 64  # characters
 _JOB_ID = re.compile(r"\d+(?:_(?:\d+|\[[^\]|]+\])|\+\d+)?")
 _STEP_ID = re.compile(r"\d+(?:_(?:\d+|\[[^\]|]+\])|\+\d+)?\.\S+")
 _TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}")
@@ -183,8 +184,8 @@ def _parse_line(fields: list[str], number: int, tz: tzinfo, accelerators_per_nod
     user, account, partition, state, submit, start, end, elapsed, nnodes, node_list, alloc_tres = fields[-11:]
     if _STEP_ID.fullmatch(job_id):
         raise ParseError(number, f"{job_id} is a job step: run sacct with -X to list allocations only")
-    if not _JOB_ID.fullmatch(job_id):
-        raise ParseError(number, f"JobID must look like 123, 123_4, 123_[5-10] or 123+1; found {job_id!r}")
+    if not _JOB_ID.fullmatch(job_id) or len(job_id) > MAX_JOB_ID:
+        raise ParseError(number, f"JobID must look like 123, 123_4, 123_[5-10] or 123+1; found {job_id[:80]!r}")
     state, cancelled_by = _state(state, number)
     node_count = _whole_number("NNodes", nnodes, number)
     kind, model, accelerators = _accelerators(alloc_tres, number)
@@ -201,7 +202,7 @@ def _parse_line(fields: list[str], number: int, tz: tzinfo, accelerators_per_nod
         submit=_time("Submit", submit, number, tz),
         start=_time("Start", start, number, tz),
         end=_time("End", end, number, tz),
-        elapsed_seconds=_whole_number("ElapsedRaw", elapsed, number),
+        elapsed_seconds=_whole_number("ElapsedRaw", elapsed, number, MAX_ELAPSED),
         node_count=node_count,
         node_list=_node_list(node_list, number),
         accelerators=accelerators,
@@ -215,25 +216,37 @@ def _node_list(value: str, number: int) -> str:
     if value in ("None assigned", ""):
         return ""
     try:
-        expand_nodelist(value)
+        nodelist_size(value)
     except ValueError as error:
-        raise ParseError(number, f"NodeList {value!r} is not a Slurm host list: {error}") from None
+        raise ParseError(number, f"NodeList {value[:80]!r} is not a Slurm host list: {error}") from None
     return value
 
 
-MAX_NODES = 100_000  # names one host list may expand to: a job on the whole program is 151 nodes
+MAX_NODES = 10_000  # nodes one job may name: the whole program has 151 instances
+
+
+def nodelist_size(text: str) -> int:
+    """How many names a Slurm host list stands for, counted without writing them out (a few characters such as
+    `a[0-99999]b[0-99999]` stand for ten billion). Raises ValueError if malformed or over MAX_NODES."""
+    total = sum(_part_size(part) for part in _top_level_parts(text))
+    if total > MAX_NODES:
+        raise ValueError(f"more than {MAX_NODES:,} nodes")
+    return total
 
 
 def expand_nodelist(text: str) -> list[str]:
     """The node names of a Slurm host list, in order: `ip-10-1-0-[1-3,7]` → ip-10-1-0-1, -2, -3, -7. Ranges keep
     the zero padding of their first number (`node[08-10]`), several bracket groups multiply
-    (`rack[1-2]-n[1-2]`), and commas outside brackets separate hosts. Raises ValueError if malformed."""
-    names: list[str] = []
-    for part in _top_level_parts(text):
-        names.extend(_expand_part(part))
-        if len(names) > MAX_NODES:
-            raise ValueError(f"more than {MAX_NODES:,} nodes")
-    return names
+    (`rack[1-2]-n[1-2]`), and commas outside brackets separate hosts. Raises ValueError if malformed or over
+    MAX_NODES (checked before a single name is built)."""
+    nodelist_size(text)
+    return [name for part in _top_level_parts(text) for name in _expand_part(part)]
+
+
+def job_hosts(node_list: str, hosts: list[str]) -> list[str]:
+    """What a job ran on: its hosts as resolved through the reporter's node map when it was reported, else the
+    names of its host list."""
+    return hosts or expand_nodelist(node_list)
 
 
 def _top_level_parts(text: str) -> list[str]:
@@ -260,22 +273,37 @@ def _top_level_parts(text: str) -> list[str]:
     return parts
 
 
+def _ranges(inside: str) -> list[tuple[int, int, int]]:
+    """The (low, high, width) of each item of a bracket group: `1-3,07` → (1, 3, 1), (7, 7, 2)."""
+    ranges = []
+    for item in inside.split(","):
+        low, dash, high = item.partition("-")
+        if not low.isdigit() or (dash and not high.isdigit()) or len(low) > 9 or len(high) > 9:
+            raise ValueError(f"[{inside[:40]}] is not a list of numbers and ranges")
+        first, last = int(low), int(high) if dash else int(low)
+        if last < first:
+            raise ValueError(f"the range {item} is empty")
+        ranges.append((first, last, len(low)))
+    return ranges
+
+
+def _part_size(part: str) -> int:
+    size = 1
+    while "[" in part:
+        _head, _, rest = part.partition("[")
+        inside, _, part = rest.partition("]")
+        size *= sum(last - first + 1 for first, last, _width in _ranges(inside))
+        if size > MAX_NODES:
+            raise ValueError(f"more than {MAX_NODES:,} nodes")
+    return size
+
+
 def _expand_part(part: str) -> list[str]:
     if "[" not in part:
         return [part.strip()]
     head, _, rest = part.partition("[")
     inside, _, tail = rest.partition("]")
-    numbers: list[str] = []
-    for item in inside.split(","):
-        low, dash, high = item.partition("-")
-        if not low.isdigit() or (dash and not high.isdigit()):
-            raise ValueError(f"[{inside}] is not a list of numbers and ranges")
-        if not dash:
-            numbers.append(low)
-            continue
-        if int(high) < int(low) or int(high) - int(low) >= MAX_NODES:
-            raise ValueError(f"the range {item} is empty or too long")
-        numbers.extend(str(n).zfill(len(low)) for n in range(int(low), int(high) + 1))
+    numbers = [str(n).zfill(width) for first, last, width in _ranges(inside) for n in range(first, last + 1)]
     return [f"{head}{number}{suffix}" for number in numbers for suffix in _expand_part(tail)]
 
 
@@ -286,7 +314,7 @@ def _state(value: str, number: int) -> tuple[str, int | None]:
     if len(words) == 1:
         return words[0], None
     if words[0] == "CANCELLED" and len(words) == 3 and words[1] == "by" and words[2].isdigit():
-        return "CANCELLED", int(words[2])
+        return "CANCELLED", _whole_number("the uid of CANCELLED by", words[2], number, MAX_UID)
     raise ParseError(number, f"unknown job state {value!r}: only CANCELLED is followed by 'by <uid>'")
 
 
@@ -295,15 +323,27 @@ def _time(column: str, value: str, number: int, tz: tzinfo) -> datetime | None:
         return None
     if _TIME.fullmatch(value):
         try:
-            return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=tz)
+            moment = datetime.strptime(value, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=tz)
         except ValueError:
             pass
+        else:
+            if not EARLIEST <= moment.year < LATEST:
+                raise ParseError(number, f"{column} {value} is not a time a job of this program can have")
+            return moment
     raise ParseError(number, f"{column} must be a time like 2026-11-20T09:15:02, Unknown or None; found {value!r}")
 
 
-def _whole_number(column: str, value: str, number: int) -> int:
+MAX_COUNT = 2**31 - 1  # nodes, accelerators: the columns they are kept in
+MAX_ELAPSED = 2**40  # seconds: some 35,000 years
+MAX_UID = 2**32 - 1
+EARLIEST, LATEST = 2000, 2100  # years a job of this program can have
+
+
+def _whole_number(column: str, value: str, number: int, maximum: int = MAX_COUNT) -> int:
     if not value.isascii() or not value.isdigit():
         raise ParseError(number, f"{column} must be a whole number, found {value!r}")
+    if len(value) > 20 or int(value) > maximum:
+        raise ParseError(number, f"{column} {value} is out of range (at most {maximum:,})")
     return int(value)
 
 

@@ -9,26 +9,37 @@ days for the usage rollup, whose busy accelerator-hours are computed from these 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Min
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from tenants.models import CapacityPool
 from workloads.clusters.hosts import HostIndex
 from workloads.clusters.models import Cluster, ClusterNode
 from workloads.jobs.models import Job
-from workloads.jobs.sacct import SacctJob, expand_nodelist, parse_sacct, parse_sinfo_nodes
+from workloads.jobs.sacct import (
+    SacctJob,
+    expand_nodelist,
+    job_hosts,
+    nodelist_size,
+    parse_sacct,
+    parse_sinfo_nodes,
+)
 from workloads.telemetry_errors import field_errors
 from workloads.usage.rollups import mark_days
 
 CHUNK = 2_000  # ids per IN (...) list: well under SQLite's 32,766 variables
 MIN_INTERVAL, MAX_INTERVAL = 30, 86_400  # seconds between reports, as the reporter says
+MAX_REPORTED_NODES = 1_000_000  # node names of all the jobs of one report: bounds the work one request makes
 
 # The columns a report sets, in the order of SacctJob's fields.
 REPORTED = (
+    "hosts",
     "name",
     "user",
     "account",
@@ -69,8 +80,9 @@ def accelerators_per_node(cluster: Cluster) -> int:
     return cluster.allocation.pool.instance_type.accelerators_per_instance
 
 
-def _columns(job: SacctJob) -> dict:
+def _columns(job: SacctJob, aliases: dict[str, str]) -> dict:
     return {
+        "hosts": hosts_of(job.node_list, aliases),
         "name": job.name[:255],
         "user": job.user[:64],
         "account": job.account[:64],
@@ -89,6 +101,22 @@ def _columns(job: SacctJob) -> dict:
     }
 
 
+def hosts_of(node_list: str, aliases: dict[str, str]) -> list[str]:
+    """The hosts behind a job's node names through the reporter's node map, or [] when the names are the hosts."""
+    if not node_list or not aliases:
+        return []
+    names = expand_nodelist(node_list)
+    return [aliases.get(name, name) for name in names] if any(name in aliases for name in names) else []
+
+
+def first_day(moment: datetime) -> date:
+    """The first program day a change from `moment` moves (a report can name a job from years ago: the rollup
+    only has days from the first pool on)."""
+    earliest = CapacityPool.objects.aggregate(first=Min("starts_on"))["first"]
+    day = timezone.localdate(moment)
+    return max(day, earliest) if earliest else day
+
+
 def ingest_sacct(
     *,
     cluster: Cluster,
@@ -101,9 +129,17 @@ def ingest_sacct(
     """Upsert the report's jobs; raises ParseError (naming the line) or ValidationError and then writes nothing."""
     if cluster.kind == Cluster.Kind.HYPERPOD_EKS:
         raise ValidationError(_("This is an EKS cluster: Slurm job reports come from Slurm clusters only."))
+    if not text.strip():
+        raise ValidationError(
+            {"sacct": _("The report is empty: sacct prints at least its header line. Was the output cut?")}
+        )
     tz = zone(timezone_name)
     with field_errors("sacct"):
         parsed = parse_sacct(text, tz=tz, accelerators_per_node=accelerators_per_node(cluster))
+    named = sum(nodelist_size(job.node_list) for job in parsed if job.node_list)
+    if named > MAX_REPORTED_NODES:
+        message = _("The report's jobs name %(named)s nodes in all, more than %(max)s: send less at a time.")
+        raise ValidationError({"sacct": message % {"named": f"{named:,}", "max": f"{MAX_REPORTED_NODES:,}"}})
     with field_errors("slurm_nodes"):
         aliases = parse_sinfo_nodes(slurm_nodes) if slurm_nodes.strip() else None
     if interval_seconds is not None and not MIN_INTERVAL <= interval_seconds <= MAX_INTERVAL:
@@ -117,7 +153,14 @@ def ingest_sacct(
     with transaction.atomic():
         # One report of a cluster at a time: two reporters (or a retry racing its original) never interleave.
         Cluster.objects.select_for_update().filter(pk=cluster.pk).first()
-        result, first_moved = _upsert(cluster, parsed, now)
+        known_map = aliases if aliases is not None else (cluster.slurm_nodes or {})
+        unknown_since = dict(
+            Job.objects.for_org(cluster.organization)
+            .filter(cluster=cluster)
+            .exclude(state_unknown_since=None)
+            .values_list("pk", "state_unknown_since")
+        )
+        result, first_moved = _upsert(cluster, parsed, now, known_map)
         updates = {"last_report_at": now, "reporter_silent_since": None}
         if interval_seconds is not None:
             updates["report_interval_seconds"] = interval_seconds
@@ -126,12 +169,18 @@ def ingest_sacct(
             cluster.slurm_nodes = aliases
         Cluster.objects.filter(pk=cluster.pk).update(**updates)
         flag_jobs_on_gone_nodes(cluster, now=now)
+        # A job still on a gone node stays unknown since it first was, not since this report.
+        still = Job.objects.filter(pk__in=list(unknown_since), state_unknown_since=now).values_list("pk", flat=True)
+        Job.objects.bulk_update([Job(pk=pk, state_unknown_since=unknown_since[pk]) for pk in still],
+                                ["state_unknown_since"])  # fmt: skip
         if first_moved is not None:
-            mark_days(cluster.organization_id, timezone.localdate(first_moved))
+            mark_days(cluster.organization_id, first_day(first_moved))
     return result
 
 
-def _upsert(cluster: Cluster, parsed: tuple[SacctJob, ...], now: datetime) -> tuple[IngestResult, datetime | None]:
+def _upsert(
+    cluster: Cluster, parsed: tuple[SacctJob, ...], now: datetime, aliases: dict[str, str]
+) -> tuple[IngestResult, datetime | None]:
     existing: dict[str, Job] = {}
     ids = [job.job_id for job in parsed]
     for start in range(0, len(ids), CHUNK):
@@ -140,7 +189,7 @@ def _upsert(cluster: Cluster, parsed: tuple[SacctJob, ...], now: datetime) -> tu
     to_create, to_update, unchanged = [], [], []
     moved: list[datetime] = []  # from when each change moves accelerator-time
     for job in parsed:
-        columns = _columns(job)
+        columns = _columns(job, aliases)
         row = existing.get(job.job_id)
         if row is None:
             to_create.append(
@@ -195,7 +244,7 @@ def flag_jobs_on_gone_nodes(cluster: Cluster, *, now: datetime) -> int:
         Job.objects.filter(organization_id=org, cluster=cluster, state_unknown_since=None)
         .holding()
         .exclude(node_list="")
-        .only("pk", "node_list")
+        .only("pk", "node_list", "hosts")
     )
     if not jobs:
         return 0
@@ -206,8 +255,8 @@ def flag_jobs_on_gone_nodes(cluster: Cluster, *, now: datetime) -> int:
         job.pk
         for job in jobs
         if any(
-            (nodes := index.nodes(cluster.pk, name)) and nodes[-1].gone_at is not None
-            for name in expand_nodelist(job.node_list)
+            (nodes := index.nodes(cluster.pk, name, mapped=not job.hosts)) and nodes[-1].gone_at is not None
+            for name in job_hosts(job.node_list, job.hosts)
         )
     ]
     return Job.objects.filter(pk__in=stale).update(state_unknown_since=now) if stale else 0

@@ -24,7 +24,6 @@ logger = logging.getLogger("portal.tokens")
 TOKEN_DAYS = 365
 MAX_ACTIVE_TOKENS = 5  # per cluster: one for the head node, a few while rotating
 SILENT_AFTER_INTERVALS = 3
-TAKES_REPORTS = (Cluster.Status.PROVISIONING, Cluster.Status.IN_SERVICE, Cluster.Status.DEGRADED)
 
 
 def operator_access(user, cluster: Cluster):

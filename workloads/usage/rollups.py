@@ -181,7 +181,7 @@ def recompute(
     rows = []
     for org_id, pool_id, day in sorted(set(allocated) | set(running)):
         pool = pools.get(pool_id) or CapacityPool.objects.select_related("instance_type").get(pk=pool_id)
-        busy_part = busy.by_pool.get((org_id, pool_id, day), 0) if org_id in busy.reporting else None
+        busy_part = busy.figure(busy.by_pool, (org_id, pool_id, day))
         row = UsageDay(
             organization_id=org_id,
             pool_id=pool_id,
@@ -206,9 +206,7 @@ def recompute(
                 pool_id=pool_id,
                 day=day,
                 running_microseconds=part,
-                busy_accelerator_microseconds=busy.by_cluster.get((org_id, cluster_id, pool_id, day), 0)
-                if org_id in busy.reporting
-                else None,
+                busy_accelerator_microseconds=busy.figure(busy.by_cluster, (org_id, cluster_id, pool_id, day)),
             )
             for (org_id, cluster_id, pool_id, day), part in sorted(
                 by_cluster.items(), key=lambda kv: (kv[0][0], kv[0][3], kv[0][2])

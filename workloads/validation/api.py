@@ -18,22 +18,22 @@ from workloads.validation.services import record_validation
 
 class NcclIngestView(ClusterIngestView):
     serializer_class = NcclLogSerializer
-    created_status = status.HTTP_201_CREATED
 
     @extend_schema(
         summary="Post an nccl-tests all_reduce_perf log: judged against the baseline for the type and node count",
         description="Body: JSON (the fields below) or the log itself as text/plain with `nodes` in the query string. "
         "A run under its baseline marks the cluster interconnect suspect and opens (or adds to) a networking case. "
-        "A malformed or cut log is a 400 naming the line, and nothing is kept.",
+        "A malformed or cut log is a 400 naming the line, and nothing is kept. The same log posted again (a retry) "
+        "answers 200 with the run already kept.",
         request={"application/json": NcclLogSerializer, "text/plain": OpenApiTypes.STR},
-        responses={201: NcclValidationSerializer},
+        responses={201: NcclValidationSerializer, 200: NcclValidationSerializer},
     )
     def post(self, request, pk: int, format=None):
         return super().post(request, pk, format)
 
-    def ingest(self, cluster, data: dict, *, actor) -> dict:
-        validation = record_validation(cluster=cluster, log=data["log"], nodes=data.get("nodes"), actor=actor)
-        return NcclValidationSerializer(validation).data
+    def ingest(self, cluster, data: dict, *, actor) -> tuple[dict, int]:
+        validation, new = record_validation(cluster=cluster, log=data["log"], nodes=data.get("nodes"), actor=actor)
+        return NcclValidationSerializer(validation).data, status.HTTP_201_CREATED if new else status.HTTP_200_OK
 
 
 class NcclValidationFilter(filters.FilterSet):

@@ -79,8 +79,8 @@ class NcclValidation(models.Model):
     peak_busbw_gbps = models.FloatField(_("peak bus bandwidth (GB/s)"))
     peak_size_bytes = models.PositiveBigIntegerField(_("peak at (bytes)"))
     avg_busbw_gbps = models.FloatField(_("average bus bandwidth (GB/s)"), null=True, blank=True)
-    out_of_bounds = models.PositiveIntegerField(_("out-of-bounds values"), null=True, blank=True)
-    wrong_values = models.PositiveIntegerField(_("wrong values"), default=0)
+    out_of_bounds = models.PositiveBigIntegerField(_("out-of-bounds values"), null=True, blank=True)
+    wrong_values = models.PositiveBigIntegerField(_("wrong values"), default=0)
     elided = models.BooleanField(_("rows left out of the log"), default=False)
     baseline = models.ForeignKey(NcclBaseline, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     # The baseline as it was when this run was judged: a later edit of the baseline does not rewrite history.
@@ -91,6 +91,8 @@ class NcclValidation(models.Model):
     verdict = models.CharField(_("verdict"), max_length=16, choices=Verdict.choices)
     reasons = models.JSONField(_("reasons"), default=list, blank=True)
     log = models.TextField(_("log"), blank=True)
+    # SHA-256 of the log as posted: the same log posted again (a reporter's retry) is the same run, kept once.
+    log_digest = models.CharField(max_length=64, editable=False)
     submitted_at = models.DateTimeField(_("submitted"), auto_now_add=True, db_index=True)
     submitted_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
@@ -106,6 +108,7 @@ class NcclValidation(models.Model):
         verbose_name = _("NCCL validation")
         verbose_name_plural = _("NCCL validations")
         indexes = [models.Index(fields=["cluster", "-submitted_at"], name="validation_cluster_time")]
+        constraints = [models.UniqueConstraint(fields=["cluster", "log_digest"], name="one_run_per_log")]
 
     def __str__(self) -> str:
         return f"{self.cluster} {self.submitted_at:%Y-%m-%d %H:%M} {self.verdict}"

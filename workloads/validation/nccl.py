@@ -20,6 +20,7 @@ The peak bus bandwidth is the largest of the out-of-place and in-place columns; 
 nccl-tests' own, over every size run, None when the summary never came.
 """
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -133,14 +134,10 @@ def parse_nccl_log(text: str) -> NcclRun:
                 ranks[int(rank.group(1))] = rank.group(2)
             elif match := _OUT_OF_BOUNDS.match(content):
                 _refuse_if_cut(cut, number)
-                if not match.group(1).isdigit():
-                    raise ParseError(number, f"the out-of-bounds count {match.group(1)!r} is not a whole number")
-                out_of_bounds, summary_line = int(match.group(1)), number
+                out_of_bounds, summary_line = _whole("out-of-bounds count", match.group(1), number), number
             elif match := _AVERAGE.match(content):
                 _refuse_if_cut(cut, number)
-                if not _NUMBER.fullmatch(match.group(1)):
-                    raise ParseError(number, f"the average bus bandwidth {match.group(1)!r} is not a number")
-                average, summary_line = float(match.group(1)), number
+                average, summary_line = _number("average bus bandwidth", match.group(1), number), number
         elif columns is not None and content.split()[0].isdigit():
             if summary_line:
                 raise ParseError(number, f"a result row after the summary on line {summary_line}")
@@ -271,14 +268,19 @@ def _measurement(cells: list[str], check: str, where: str, number: int) -> Measu
     )
 
 
+MAX_WHOLE = 2**62  # sizes in bytes, element counts, wrong values: far beyond any real run
+
+
 def _whole(column: str, value: str, number: int, *, signed: bool = False) -> int:
     digits = value[1:] if signed and value.startswith("-") else value
     if not digits.isascii() or not digits.isdigit():
         raise ParseError(number, f"the {column} {value!r} is not a whole number")
+    if len(digits) > 19 or int(digits) > MAX_WHOLE:
+        raise ParseError(number, f"the {column} {value} is out of range")
     return int(value)
 
 
 def _number(column: str, value: str, number: int) -> float:
-    if not _NUMBER.fullmatch(value):
+    if not _NUMBER.fullmatch(value) or not math.isfinite(float(value)):
         raise ParseError(number, f"the {column} {value!r} is not a number")
     return float(value)

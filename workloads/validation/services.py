@@ -6,6 +6,7 @@ next run that passes clears the mark and says so on the case.
 
 from __future__ import annotations
 
+import hashlib
 from contextlib import suppress
 from datetime import datetime
 from decimal import Decimal
@@ -49,7 +50,11 @@ def baseline_for(instance_type: str, nodes: int) -> NcclBaseline | None:
 
 
 @transaction.atomic
-def record_validation(*, cluster: Cluster, log: str, nodes: int | None = None, actor=None, now: datetime | None = None):
+def record_validation(
+    *, cluster: Cluster, log: str, nodes: int | None = None, actor=None, now: datetime | None = None
+) -> tuple[NcclValidation, bool]:
+    """The run of this log and whether it is new: the same log posted again (a reporter's retry) is the run
+    already kept, judged once. Raises ValidationError (a bad line named) and then keeps nothing."""
     with field_errors("log"):
         run = parse_nccl_log(log)
     if run.hosts:
@@ -62,6 +67,11 @@ def record_validation(*, cluster: Cluster, log: str, nodes: int | None = None, a
         raise ValidationError({"nodes": _("The log does not say on how many nodes it ran: give nodes.")})
     if not 1 <= nodes <= MAX_NODES:
         raise ValidationError({"nodes": _("Between 1 and %(max)d.") % {"max": MAX_NODES}})
+    # One cluster's runs one at a time: a run and its retry never both pass the check below, nor open two cases.
+    Cluster.objects.select_for_update().filter(pk=cluster.pk).first()
+    digest = hashlib.sha256(log.encode()).hexdigest()
+    if kept := NcclValidation.objects.for_org(cluster.organization).filter(cluster=cluster, log_digest=digest).first():
+        return kept, False
     instance_type = worker_type(cluster)
     baseline = baseline_for(instance_type, nodes)
     validation = NcclValidation(
@@ -78,6 +88,7 @@ def record_validation(*, cluster: Cluster, log: str, nodes: int | None = None, a
         out_of_bounds=run.out_of_bounds,
         elided=run.elided,
         log=log if len(log) <= MAX_LOG_CHARS else log[:MAX_LOG_CHARS] + "\n[… cut: the log was longer]\n",
+        log_digest=digest,
         submitted_by=actor if actor is not None and actor.is_authenticated else None,
     )
     if baseline is None:
@@ -96,7 +107,7 @@ def record_validation(*, cluster: Cluster, log: str, nodes: int | None = None, a
         validation.reasons = list(judgement.reasons)
     validation.save()
     _follow_up(cluster, validation, now=now or timezone.now())
-    return validation
+    return validation, True
 
 
 def _follow_up(cluster: Cluster, validation: NcclValidation, *, now: datetime) -> None:
