@@ -103,7 +103,7 @@ def main() -> None:
         Job.objects.all().delete()
         now = datetime.now(UTC)
         rows = [Job(organization=org, cluster=cluster, job_id=job.job_id, first_reported_at=now,
-                    last_reported_at=now, **_columns(job)) for job in parsed]  # fmt: skip
+                    last_reported_at=now, **_columns(job, {})) for job in parsed]  # fmt: skip
         with measured() as m:
             Job.objects.bulk_create(rows, batch_size=1_000)
         bare.append(m)
