@@ -129,7 +129,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Celery ---------------------------------------------------------------------------------
 BROKER_DIR = VAR_DIR / "broker"
-CELERY_BROKER_URL = env("CELERY_BROKER_URL", "filesystem://")
+# The filesystem broker takes no host; naming one keeps kombu from warning "No hostname was supplied" each time.
+CELERY_BROKER_URL = env("CELERY_BROKER_URL", "filesystem://localhost/")
 CELERY_BROKER_TRANSPORT_OPTIONS: dict = {}
 if CELERY_BROKER_URL.startswith("filesystem://"):
     # kombu's filesystem transport: no server needed. It loses the message of a task running when the
@@ -209,6 +210,8 @@ RECONCILE_GRACE = env_int("RECONCILE_GRACE", 60)
 # --- AWS ------------------------------------------------------------------------------------
 # boto3 honours AWS_ENDPOINT_URL for every client; `make run` points it at the local emulator.
 AWS_ENDPOINT_URL = env("AWS_ENDPOINT_URL")
+# `make run`: the endpoint is the local emulator, which records its requests to keep its state across restarts.
+AWS_EMULATOR = env_bool("AWS_EMULATOR", False)
 AWS_DEFAULT_REGION = env("AWS_DEFAULT_REGION", "us-east-1")
 
 # --- Auth -----------------------------------------------------------------------------------
@@ -268,7 +271,9 @@ STORAGES = {
 }
 
 # --- Email ----------------------------------------------------------------------------------
-EMAIL_BACKEND = env("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_BACKEND = env("EMAIL_BACKEND", "portal.mail.ConsoleEmailBackend")
+# The console backend prints one line per email (subject and recipients); True prints each whole message.
+EMAIL_CONSOLE_FULL = env_bool("EMAIL_CONSOLE_FULL", False)
 # For django.core.mail.backends.smtp.EmailBackend: the relay to send through.
 EMAIL_HOST = env("EMAIL_HOST", "localhost")
 EMAIL_PORT = int(env("EMAIL_PORT", "25"))

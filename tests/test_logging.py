@@ -40,3 +40,21 @@ def test_a_403_reaches_the_console_as_one_line(support_client, org, capsys):
     logged = capsys.readouterr().err
     assert f"Forbidden (Permission denied): /orgs/{org.slug}/capacity/new/" in logged
     assert "Traceback" not in logged
+
+
+def test_the_console_email_backend_prints_one_line_per_email(settings):
+    import io
+
+    from django.core.mail import EmailMessage
+
+    from portal.mail import ConsoleEmailBackend
+
+    stream = io.StringIO()
+    message = EmailMessage("Case #3: Xid 79 on GPU 3", "A long body\n" * 40, to=["lead@example.com", "b@example.com"])
+    settings.EMAIL_CONSOLE_FULL = False
+    ConsoleEmailBackend(stream=stream).send_messages([message])
+    assert stream.getvalue() == "Email to lead@example.com, b@example.com: Case #3: Xid 79 on GPU 3\n"
+    settings.EMAIL_CONSOLE_FULL = True
+    stream = io.StringIO()
+    ConsoleEmailBackend(stream=stream).send_messages([message])
+    assert "A long body" in stream.getvalue() and "Content-Type" in stream.getvalue()  # the whole message

@@ -158,6 +158,18 @@ def test_thirty_concurrent_api_clients_get_no_reset(portal):
     assert not failures, failures[:5]
 
 
+def test_the_log_says_what_happens_without_noise(portal):
+    """One line per email (the demo's incident cases were mailed), no broker or root warnings repeated."""
+    deadline = time.monotonic() + 60
+    while "Email to " not in portal.log.read_text() and time.monotonic() < deadline:
+        time.sleep(1)
+    log = portal.log.read_text()
+    assert "Email to " in log and "Content-Transfer-Encoding" not in log
+    assert "No hostname was supplied" not in log
+    assert "superuser privileges" not in log
+    assert "demo cluster" in log  # a live GPU cluster per demo tenant in the emulator
+
+
 def test_term_to_the_process_group_leaves_no_process(portal):
     left = portal.stop_with(signal.SIGTERM)
     assert not left, f"still running {GRACE_SECONDS} s after TERM:\n" + "\n".join(left)
@@ -167,6 +179,10 @@ def test_term_to_the_process_group_leaves_no_process(portal):
 def test_ctrl_c_to_the_process_group_leaves_no_process(var_dir):
     second = _start(var_dir, var_dir / "run-2.log")  # the same var/: migrations and demo data already there
     try:
+        # The emulator started empty and replayed what the first run recorded: the demo clusters are still there.
+        log = second.log.read_text()
+        assert "recorded changes replayed" in log
+        assert log.count("is running.") == 2, log[-3000:]
         left = second.stop_with(signal.SIGINT)
         assert not left, f"still running {GRACE_SECONDS} s after Ctrl-C:\n" + "\n".join(left)
     finally:

@@ -39,6 +39,12 @@ def _is_not_found(error: ClientError) -> bool:
     return code == "ResourceNotFound" or (code == "ValidationException" and "Could not find" in message)
 
 
+def _words(message: str | None) -> str:
+    """The cloud's message about a node, or "" when it says nothing: the emulator answers the literal "message"."""
+    message = (message or "").strip()
+    return "" if message.lower() == "message" else message
+
+
 class HyperPodProvider:
     """create / describe / list nodes / delete for one HyperPod cluster, by its deterministic name."""
 
@@ -157,7 +163,7 @@ class HyperPodProvider:
                             group=node["InstanceGroupName"],
                             instance_type=ec2_type(node["InstanceType"]),
                             status=status.get("Status", ""),
-                            message=status.get("Message", "") or "",
+                            message=_words(status.get("Message", "")),
                             launch_time=node.get("LaunchTime"),
                             hostname=node.get("PrivateDnsHostname", "") or "",
                         )

@@ -80,10 +80,18 @@ class CloudSession:
         # boto3 clients are thread-safe; sessions are not, hence the lock around creation.
         with self._lock:
             if service not in self._clients:
-                self._clients[service] = self.boto3_session.client(
+                client = self.boto3_session.client(
                     service, region_name=self.region, endpoint_url=endpoint_url(), config=client_config(self.profile)
                 )
+                if settings.AWS_EMULATOR and self.account_id:
+                    client.meta.events.register("before-sign", self._name_the_account)
+                self._clients[service] = client
             return self._clients[service]
+
+    def _name_the_account(self, request, **kwargs) -> None:
+        """The local emulator records this header with each request, so a replay after a restart (when the assumed
+        role's keys are long gone) puts every cluster back in the right account (portal's emulator_replay)."""
+        request.headers["x-moto-account-id"] = self.account_id
 
 
 _cache: dict[tuple[AccountAccess, str], tuple[CloudSession, datetime]] = {}

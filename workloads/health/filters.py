@@ -16,10 +16,9 @@ class HealthEventFilter(filters.FilterSet):
     )
     cluster = filters.ModelChoiceFilter(label=_("Cluster"), field_name="cluster", queryset=visible_rows(Cluster))
     # A choice, not a BooleanFilter: "maybe" is a 400, not silently every event.
-    open = filters.TypedChoiceFilter(
+    open = filters.ChoiceFilter(
         label=_("Open"),
         choices=[("true", _("Open")), ("false", _("Resolved"))],
-        coerce=lambda value: value == "true",
         method="filter_open",
         help_text="true: conditions that still hold; false: resolved ones.",
     )
@@ -32,4 +31,4 @@ class HealthEventFilter(filters.FilterSet):
         fields = ["organization", "cluster", "open", "severity", "kind", "instance_id"]
 
     def filter_open(self, queryset, name, value):
-        return queryset.filter(resolved_at__isnull=value)
+        return queryset.filter(resolved_at__isnull=value == "true")
