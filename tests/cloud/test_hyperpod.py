@@ -101,6 +101,7 @@ def test_create_describe_list_delete(session):
         ("workers-p5", "p5.48xlarge", "Running"),
     ]
     assert all(n.launch_time is not None for n in nodes)
+    assert {n.message for n in nodes} == {""}  # the emulator's placeholder "message" is no word from AWS
 
     provider.delete("fmp-1-llm")
     assert provider.describe("fmp-1-llm").status == CloudStatus.NOT_FOUND
