@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from django.apps import apps
 from django.conf import settings
 from django.core.exceptions import FieldDoesNotExist, ObjectDoesNotExist
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
@@ -16,6 +15,7 @@ from django.utils.text import capfirst
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
+from tenants import audit_labels
 from tenants.capacity.estimate import MAX_INSTANCES, MAX_PARAMETERS, MAX_TOKENS, PARAMETER_COUNT, TOKEN_COUNT
 
 AWS_ACCOUNT_ID = RegexValidator(r"^\d{12}$", _("An AWS account id is exactly 12 digits."))
@@ -506,23 +506,6 @@ def _in_words(field, value):
     return value
 
 
-ACTION_LABELS = {
-    "request.created": _("created the request"),
-    "request.edited": _("edited the draft"),
-    "request.submitted": _("submitted it for review"),
-    "request.withdrawn": _("withdrew it"),
-    "request.approved": _("approved it"),
-    "request.partially_approved": _("approved it partially"),
-    "request.rejected": _("rejected it"),
-    "allocation.created": _("created the allocation"),
-    "allocation.active": _("the allocation became active"),
-    "allocation.expired": _("the allocation expired"),
-    "allocation.revoked": _("revoked the allocation"),
-    "reporter_token.issue": _("issued a reporter token for the cluster"),
-    "reporter_token.revoke": _("revoked a reporter token of the cluster"),
-}
-
-
 class AuditEvent(models.Model):
     """Append-only record of a decision or change: who, when, what, before → after."""
 
@@ -558,25 +541,24 @@ class AuditEvent(models.Model):
 
     @property
     def action_label(self) -> str:
-        return str(ACTION_LABELS.get(self.action, self.action))
+        return str(audit_labels.ACTIONS.get(self.action, self.action))
 
     @property
     def target_label(self) -> str:
         """ "Capacity request #14", in the reader's language; a type the app no longer has keeps its name."""
-        try:
-            name = capfirst(apps.get_model("tenants", self.target_type)._meta.verbose_name)
-        except LookupError:
-            name = self.target_type
-        return f"{name} #{self.target_id}"
+        model = audit_labels.target_model(self.target_type)
+        return f"{capfirst(model._meta.verbose_name) if model else self.target_type} #{self.target_id}"
 
     @property
     def target_url(self) -> str:
-        """Where the object is seen: a request's own page; an allocation on its organization's capacity page."""
+        """Where the object is seen: a request's own page; an allocation on its organization's capacity page; any
+        other type's page as its app registered it (tenants.audit_labels)."""
         if self.target_type == "capacityrequest":
             return reverse("capacity-request", args=[self.organization.slug, self.target_id])
         if self.target_type == "allocation":
             return reverse("capacity", args=[self.organization.slug]) + f"#allocation-{self.target_id}"
-        return ""
+        page = audit_labels.PAGES.get(self.target_type)
+        return reverse(page, args=[self.target_id]) if page else ""
 
     @property
     def change_rows(self) -> list[tuple[str, object, object]]:
@@ -585,8 +567,8 @@ class AuditEvent(models.Model):
         rows = []
         for name, (before, after) in self.changes.items():
             try:
-                field = apps.get_model("tenants", self.target_type)._meta.get_field(name)
-            except (LookupError, FieldDoesNotExist):
+                field = audit_labels.target_model(self.target_type)._meta.get_field(name)
+            except (AttributeError, FieldDoesNotExist):
                 field = None
             if field is None:
                 rows.append((name, before, after))

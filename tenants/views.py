@@ -5,20 +5,30 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.translation import gettext as _
 
 from portal.pages import paginate
 from portal.periods import today
-from tenants.access import get_org_access_or_404, is_program_staff, require_program_staff, visible_organizations
+from tenants.access import (
+    get_org_access_or_404,
+    is_program_manager,
+    is_program_staff,
+    require_program_staff,
+    visible_organizations,
+)
 from tenants.capacity.allocations import allocation_rows
 from tenants.models import Allocation, AuditEvent, CapacityPool, Program
 
 
 @login_required
 def home(request):
-    """Staff land on the program overview; a tenant with one org lands on it."""
-    if is_program_staff(request.user):
+    """Program managers land on the program overview, support engineers on their case queue (the cases of the
+    organizations they lead first, then by severity and age); a tenant with one org lands on it."""
+    if is_program_manager(request.user):
         return redirect("program-overview")
+    if is_program_staff(request.user):
+        return redirect(reverse("support:list") + "?sort=queue")
     organizations = list(visible_organizations(request.user))
     if len(organizations) == 1:
         return redirect("org-home", org_slug=organizations[0].slug)
@@ -74,4 +84,5 @@ def audit_log(request):
     if org := request.GET.get("org"):
         events = events.filter(organization__slug=org)
     page = paginate(request, events, 50)
-    return render(request, "tenants/audit_log.html", {"page": page, "org": org or ""})
+    organizations = visible_organizations(request.user).order_by("name")
+    return render(request, "tenants/audit_log.html", {"page": page, "org": org or "", "organizations": organizations})

@@ -8,14 +8,22 @@ class WorkloadsConfig(AppConfig):
 
     def ready(self):
         # Imported here, once the models are loaded (Django's rule for signal receivers).
+        from tenants import audit_labels
         from tenants.capacity import usage
         from tenants.signals import allocation_granted, allocation_revoked
-        from workloads.clusters.services import delete_clusters_of_revoked_allocation
+        from workloads.clusters import services as clusters
+        from workloads.reporting import services as reporting
         from workloads.usage import receivers, reports
 
         # Signals and a registered reader, not calls: allocations live in tenants, which must never import
         # workloads; workloads reacts to them and tells the capacity pages what allocations are used for.
-        allocation_revoked.connect(delete_clusters_of_revoked_allocation, dispatch_uid="delete-clusters-on-revoke")
+        allocation_revoked.connect(
+            clusters.delete_clusters_of_revoked_allocation, dispatch_uid="delete-clusters-on-revoke"
+        )
         allocation_revoked.connect(receivers.on_allocation_revoked, dispatch_uid="usage-on-revoke")
         allocation_granted.connect(receivers.on_allocation_granted, dispatch_uid="usage-on-grant")
         usage.register(reports.READER)
+        # The audit trail names the cluster actions workloads records, and links to the cluster's page.
+        audit_labels.register(
+            actions={**clusters.AUDIT_ACTIONS, **reporting.AUDIT_ACTIONS}, pages={"cluster": "clusters:detail"}
+        )

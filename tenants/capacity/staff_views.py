@@ -204,6 +204,7 @@ def allocations(request):
         "statuses": Allocation.Status.choices,
         "status": status or "",
         "org": org or "",
+        "organizations": visible_organizations(request.user).order_by("name"),
         "can_revoke": is_program_manager(request.user),
     }
     return render_page(request, "tenants/allocations.html", context, fragment="allocation-rows")

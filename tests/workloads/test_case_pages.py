@@ -196,3 +196,29 @@ def test_the_case_page_runs_a_fixed_number_of_queries(member_client, member, cas
         member_client.get(detail(case))
     assert len(large) == len(small)
     assert CaseEvent.objects.filter(case=case).count() == 22
+
+
+def test_a_support_engineer_lands_on_their_queue_led_orgs_first_then_severity_then_age(support_client, support):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tests.factories import OrganizationFactory, SupportCaseFactory
+    from workloads.support.models import SupportCase
+
+    mine, other = OrganizationFactory(lead_engineer=support), OrganizationFactory()
+    now = timezone.now()
+    cases = {
+        "other-s1": SupportCaseFactory(organization=other, severity="s1"),
+        "mine-s3-old": SupportCaseFactory(organization=mine, severity="s3"),
+        "mine-s2": SupportCaseFactory(organization=mine, severity="s2"),
+        "mine-s3-new": SupportCaseFactory(organization=mine, severity="s3"),
+        "mine-done": SupportCaseFactory(organization=mine, severity="s1", status="resolved"),
+    }
+    for age, name in enumerate(["mine-s3-new", "mine-s2", "mine-s3-old", "other-s1"]):
+        SupportCase.objects.filter(pk=cases[name].pk).update(created_at=now - timedelta(days=age))
+    home = support_client.get("/")
+    assert home.status_code == 302 and home["Location"] == "/support/?sort=queue"
+    page = support_client.get(home["Location"])
+    order = [case.pk for case in page.context["page"].object_list]
+    assert order == [cases[n].pk for n in ("mine-s2", "mine-s3-old", "mine-s3-new", "other-s1")]

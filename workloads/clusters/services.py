@@ -15,6 +15,7 @@ from django.utils.translation import gettext_lazy, gettext_noop
 
 from portal import queue
 from portal.cloud import parallelcluster
+from tenants.audit import record_audit
 from tenants.models import Allocation, Organization
 from workloads.clusters import tasks
 from workloads.clusters.allowance import GroupRequest, active_allocations, allowed_per_type, check_allocation
@@ -160,9 +161,31 @@ def create_cluster(
         actor=actor,
         message=record_text(gettext_noop("Requested")),
     )
+    workers = ", ".join(f"{count} × {instance_type}" for instance_type, count in merged.items())
+    _audit(cluster, actor, "cluster.created", workers=[None, workers])
     # Enqueued only if this transaction commits: the worker never sees a cluster that does not exist.
     queue.send_on_commit(tasks.provision_cluster, cluster.pk)
     return cluster
+
+
+# What the audit trail calls the cluster actions recorded here (registered by workloads.apps).
+AUDIT_ACTIONS = {
+    "cluster.created": gettext_lazy("created the cluster"),
+    "cluster.retried": gettext_lazy("provisioned the cluster again"),
+    "cluster.deletion_requested": gettext_lazy("asked to delete the cluster"),
+}
+
+
+def _audit(cluster: Cluster, actor, action: str, comment: str = "", **changes) -> None:
+    """Who did what to which cluster, on which allocation, in the program's audit trail."""
+    record_audit(
+        actor=actor,
+        organization=cluster.organization,
+        action=action,
+        target=cluster,
+        changes={"allocation": [None, f"#{cluster.allocation_id}"], **changes},
+        comment=comment,
+    )
 
 
 @transaction.atomic
@@ -201,6 +224,7 @@ def retry_cluster(*, cluster: Cluster, actor) -> Cluster:
     queue.send_on_commit(tasks.delete_cloud_cluster, cluster.pk, old_name)
     queue.send_on_commit(tasks.provision_cluster, cluster.pk)
     cluster.refresh_from_db()
+    _audit(cluster, actor, "cluster.retried", attempt=[attempt - 1, attempt])
     return cluster
 
 
@@ -212,6 +236,7 @@ def request_delete(*, cluster: Cluster, actor, why: str = gettext_noop("Deletion
         )
     queue.send_on_commit(tasks.delete_cluster, cluster.pk)
     cluster.refresh_from_db()
+    _audit(cluster, actor, "cluster.deletion_requested", comment=why if why != "Deletion requested" else "")
     return cluster
 
 

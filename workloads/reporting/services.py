@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from tenants.access import get_org_access_or_404, require
 from tenants.audit import record_audit
@@ -21,6 +22,11 @@ from workloads.reporting.models import ReporterToken
 
 logger = logging.getLogger("portal.tokens")
 
+# What the audit trail calls the token actions recorded here (registered by workloads.apps).
+AUDIT_ACTIONS = {
+    "reporter_token.issue": gettext_lazy("issued a reporter token for the cluster"),
+    "reporter_token.revoke": gettext_lazy("revoked a reporter token of the cluster"),
+}
 TOKEN_DAYS = 365
 MAX_ACTIVE_TOKENS = 5  # per cluster: one for the head node, a few while rotating
 SILENT_AFTER_INTERVALS = 3

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.db.models import Case, When
 from django.shortcuts import get_object_or_404, redirect
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -24,6 +25,8 @@ PAGE_SIZE = 50
 TEMPLATE = "workloads/support/case_detail.html"
 
 CASE_SORTS = {
+    # A support engineer's queue: the organizations they lead first, then the most severe, then the oldest.
+    "queue": ("led_by_me", "severity", "created_at", "pk"),
     "opened": ("created_at", "pk"),
     "updated": ("updated_at", "pk"),
     "severity": ("severity", "-created_at"),
@@ -39,7 +42,11 @@ def case_list(request):
     data = request.GET.copy()
     if "state" not in data:
         data["state"] = "active"
-    cases = SupportCase.objects.visible_to(request.user).select_related("organization", "assignee", "workload")
+    cases = (
+        SupportCase.objects.visible_to(request.user)
+        .select_related("organization", "assignee", "workload")
+        .annotate(led_by_me=Case(When(organization__lead_engineer=request.user.pk, then=0), default=1))
+    )
     filterset = SupportCaseFilter(data, queryset=cases, request=request)
     cases = filterset.qs if filterset.is_valid() else cases.none()
     cases, sort = sort_by(cases, CASE_SORTS, request.GET.get("sort", ""), "-updated")

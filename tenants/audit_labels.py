@@ -1,0 +1,40 @@
+"""What the audit trail calls each action and where it shows each kind of object. Tenants' own are here; an app
+that records its own actions (workloads: clusters, reporter tokens) registers theirs when it is ready, since tenants
+never imports the apps built on it."""
+
+from __future__ import annotations
+
+from django.apps import apps
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+ACTIONS = {
+    "request.created": _("created the request"),
+    "request.edited": _("edited the draft"),
+    "request.submitted": _("submitted it for review"),
+    "request.withdrawn": _("withdrew it"),
+    "request.approved": _("approved it"),
+    "request.partially_approved": _("approved it partially"),
+    "request.rejected": _("rejected it"),
+    "allocation.created": _("created the allocation"),
+    "allocation.active": _("the allocation became active"),
+    "allocation.expired": _("the allocation expired"),
+    "allocation.revoked": _("revoked the allocation"),
+}
+# Object type (model name) → the name of the URL pattern showing one of them by its id.
+PAGES: dict[str, str] = {}
+
+
+def register(*, actions: dict, pages: dict[str, str] | None = None) -> None:
+    ACTIONS.update(actions)
+    PAGES.update(pages or {})
+
+
+def target_model(target_type: str) -> type[models.Model] | None:
+    """The model an audit event's object is of, in whichever app it lives; None if no app has it any more."""
+    for config in apps.get_app_configs():
+        try:
+            return config.get_model(target_type)
+        except LookupError:
+            continue
+    return None
