@@ -7,7 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from tests.factories import AllocationFactory, OrganizationFactory, WorkloadFactory
+from tests.factories import AllocationFactory, ClusterFactory, OrganizationFactory, WorkloadFactory
 from workloads.models import Workload, WorkloadChange
 from workloads.records.services import update_workload
 
@@ -137,6 +137,27 @@ def test_the_tracking_view_runs_a_fixed_number_of_queries(manager_client, org):
     small = queries(manager_client, TRACKING)
     grow(20)
     assert queries(manager_client, TRACKING) == small
+
+
+def test_the_instances_column_counts_the_workloads_own_live_clusters(member_client, org, allocation):
+    """Issue 16 item 5: the workload's clusters' worker instances, beside what its allocation holds."""
+    busy = WorkloadFactory(organization=org, name="busy", allocation=allocation)
+    idle = WorkloadFactory(organization=org, name="idle", allocation=allocation)
+    ClusterFactory(organization=org, allocation=allocation, workload=busy, workers=3)
+    ClusterFactory(organization=org, allocation=allocation, workload=busy, workers=2)
+    ClusterFactory(organization=org, allocation=allocation, workload=busy, workers=1, status="deleted")
+    ClusterFactory(organization=org, allocation=allocation, workload=None, workers=2)  # not the workload's
+
+    rows = re.findall(r'data-testid="instances">(.*?)</td>', member_client.get(TRACKING, {"sort": "-instances"}).text)
+    assert rows == [f"5<br><small>of {allocation.instance_count} × p5.48xlarge</small>"] + [
+        f"—<br><small>of {allocation.instance_count} × p5.48xlarge</small>"
+    ]
+    export = member_client.get(reverse("records:export"), {"sort": "instances"}).content.decode()
+    csv_rows = list(csv.DictReader(io.StringIO(export)))
+    assert [(r["workload"], r["cluster_instances"], r["instances"]) for r in csv_rows] == [
+        (idle.name, "0", str(allocation.instance_count)),
+        (busy.name, "5", str(allocation.instance_count)),
+    ]
 
 
 # --- CSV and the printable document --------------------------------------------------------------

@@ -8,6 +8,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Coalesce
 from django.utils.translation import gettext_lazy as _
 
 from tenants.models import Allocation, Organization, Region, TenantQuerySet
@@ -325,3 +326,20 @@ class ClusterEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster} {self.from_status} → {self.to_status}"
+
+
+def cluster_instances(workload_ref: str = "pk") -> models.Expression:
+    """An annotation: the worker instances a workload's live clusters hold (the controller and login nodes do not
+    count against an allocation), 0 when it has none. One subquery, whatever the number of rows annotated."""
+    held = (
+        ClusterInstanceGroup.objects.filter(
+            cluster__workload=models.OuterRef(workload_ref),
+            cluster__status__in=Cluster.LIVE,
+            role=ClusterInstanceGroup.Role.WORKER,
+        )
+        .order_by()
+        .values("cluster__workload")
+        .annotate(total=models.Sum("instance_count"))
+        .values("total")
+    )
+    return Coalesce(models.Subquery(held, output_field=models.IntegerField()), 0)

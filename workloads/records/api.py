@@ -13,15 +13,21 @@ from rest_framework.response import Response
 from tenants.api import TenantScopedViewSet, organization_for_write
 from workloads.records.filters import WorkloadFilter
 from workloads.records.models import Workload
-from workloads.records.serializers import WorkloadChangeSerializer, WorkloadSerializer
+from workloads.records.serializers import WorkloadChangeSerializer, WorkloadDetailSerializer, WorkloadSerializer
 from workloads.records.services import create_workload, update_workload
 
 
 @extend_schema_view(
     list=extend_schema(summary="Workload records (your org's; every org's for program staff)"),
-    create=extend_schema(summary="Record a workload (tenant members only)"),
-    partial_update=extend_schema(summary="Change a workload; every changed field is kept in its history"),
-    update=extend_schema(summary="Replace a workload's fields; every changed field is kept in its history"),
+    retrieve=extend_schema(summary="A workload, with how its parallelism layout fits its allocation and clusters"),
+    create=extend_schema(summary="Record a workload (tenant members only)", responses={201: WorkloadDetailSerializer}),
+    partial_update=extend_schema(
+        summary="Change a workload; every changed field is kept in its history", responses=WorkloadDetailSerializer
+    ),
+    update=extend_schema(
+        summary="Replace a workload's fields; every changed field is kept in its history",
+        responses=WorkloadDetailSerializer,
+    ),
 )
 class WorkloadViewSet(
     mixins.ListModelMixin,
@@ -50,7 +56,10 @@ class WorkloadViewSet(
     ordering = ["organization__name", "name", "pk"]
 
     def scope_queryset(self, queryset):
-        return queryset.select_related("organization", "created_by")
+        return queryset.select_related("organization", "created_by", "allocation__pool__instance_type")
+
+    def get_serializer_class(self):
+        return WorkloadDetailSerializer if self.action == "retrieve" else super().get_serializer_class()
 
     def create(self, request, *args, **kwargs):
         serializer = self.get_serializer(data=request.data)
@@ -58,9 +67,8 @@ class WorkloadViewSet(
         data = dict(serializer.validated_data)
         organization = organization_for_write(request.user, data.pop("organization", None))
         workload = create_workload(user=request.user, organization=organization, data=data)
-        return Response(
-            self.get_serializer(self.get_queryset().get(pk=workload.pk)).data, status=status.HTTP_201_CREATED
-        )
+        saved = WorkloadDetailSerializer(self.get_queryset().get(pk=workload.pk), context=self.get_serializer_context())
+        return Response(saved.data, status=status.HTTP_201_CREATED)
 
     def update(self, request, *args, **kwargs):
         workload = self.get_object()
@@ -71,7 +79,8 @@ class WorkloadViewSet(
         if slug and slug != workload.organization.slug:
             raise ValidationError({"organization": [_("A workload cannot move to another organization.")]})
         update_workload(user=request.user, workload=workload, data=data)
-        return Response(self.get_serializer(self.get_queryset().get(pk=workload.pk)).data)
+        saved = WorkloadDetailSerializer(self.get_queryset().get(pk=workload.pk), context=self.get_serializer_context())
+        return Response(saved.data)
 
     @extend_schema(responses=WorkloadChangeSerializer(many=True), filters=False)
     @action(detail=True, methods=["get"], filterset_class=None, ordering_fields=None)

@@ -158,6 +158,14 @@ class Workload(models.Model):
         """Accelerators the parallelism layout needs (expert parallelism shards within data parallelism)."""
         return self.tensor_parallel * self.pipeline_parallel * self.data_parallel
 
+    @property
+    def outgrows_allocation(self) -> bool:
+        """The layout needs more accelerators than the linked allocation holds (workloads.records.fit says more)."""
+        allocation = self.allocation
+        if allocation is None:
+            return False
+        return self.world_size > allocation.instance_count * allocation.pool.instance_type.accelerators_per_instance
+
 
 STORAGE_SHORT = {
     Workload.Storage.FSX_LUSTRE_S3: _("FSx Lustre + S3"),

@@ -3,11 +3,13 @@ organization's allocation is answered like an id that does not exist."""
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from portal import serializers as api
 from tenants.models import Allocation
 from tenants.serializers import OrganizationSlugField, request_user
+from workloads.records.fit import workload_fit
 from workloads.records.models import TOO_MANY_PARAMETERS, TOO_MANY_TOKENS, Workload, WorkloadChange
 
 
@@ -71,3 +73,33 @@ class WorkloadSerializer(api.ModelSerializer):
         super().__init__(*args, **kwargs)
         if "request" in self.context:
             self.fields["allocation"].queryset = Allocation.objects.visible_to(request_user(self.context))
+
+
+class FitSerializer(api.Serializer):
+    """Read only: the portal's judgement, never input."""
+
+    needed = serializers.IntegerField(help_text="Accelerators the layout needs: tensor × pipeline × data parallel.")
+    allocated = serializers.IntegerField(
+        allow_null=True, help_text="Accelerators of the linked allocation; null without one."
+    )
+    in_clusters = serializers.IntegerField(
+        allow_null=True, help_text="Accelerators of the workers of the workload's live clusters; null without any."
+    )
+    warnings = serializers.ListField(
+        child=serializers.CharField(),
+        read_only=True,
+        help_text="Where the layout does not fit what it runs on. Warnings only: the workload is recorded anyway.",
+    )
+
+
+class WorkloadDetailSerializer(WorkloadSerializer):
+    """One workload, as read, created or changed: with how its layout fits its allocation and clusters."""
+
+    fit = serializers.SerializerMethodField(help_text="The layout's accelerators beside what it runs on.")
+
+    class Meta(WorkloadSerializer.Meta):
+        fields = [*WorkloadSerializer.Meta.fields, "fit"]
+
+    @extend_schema_field(FitSerializer)
+    def get_fit(self, workload: Workload) -> dict:
+        return workload_fit(workload).as_dict()

@@ -15,14 +15,15 @@ from django.views.decorators.http import require_GET
 
 from portal.exports import csv_cell, csv_response
 from portal.forms import apply_errors
-from portal.pages import paginate, render_form, render_page, sort_by
+from portal.pages import id_param, paginate, render_form, render_page, sort_by
 from tenants.access import get_org_access_or_404, is_program_staff, require, visible_organizations
 from tenants.models import Allocation
-from workloads.clusters.models import Cluster
+from workloads.clusters.models import Cluster, cluster_instances
 from workloads.jobs.models import Job
 from workloads.records.filters import WorkloadFilter
+from workloads.records.fit import Fit, cluster_accelerators, layout_fit, workload_fit
 from workloads.records.forms import WorkloadForm
-from workloads.records.models import Workload
+from workloads.records.models import MAX_PARALLEL_DEGREE, Workload
 from workloads.records.services import READ_ONLY, create_workload, update_workload
 from workloads.support.models import SupportCase
 
@@ -39,15 +40,17 @@ WORKLOAD_SORTS = {
     "framework": ("framework", "organization__name", "name"),
     "cluster": ("cluster_type", "organization__name", "name"),
     "storage": ("storage", "organization__name", "name"),
-    "instances": ("allocation__instance_count", "organization__name", "name"),
+    "instances": ("cluster_instances", "organization__name", "name"),
     "status": ("status", "organization__name", "name"),
     "updated": ("updated_at", "pk"),
 }
 
 
 def _tracked_workloads(request) -> tuple[WorkloadFilter, QuerySet[Workload]]:
-    workloads = Workload.objects.visible_to(request.user).select_related(
-        "organization", "allocation__pool__instance_type"
+    workloads = (
+        Workload.objects.visible_to(request.user)
+        .select_related("organization", "allocation__pool__instance_type")
+        .annotate(cluster_instances=cluster_instances())
     )
     filterset = WorkloadFilter(request.GET, queryset=workloads, request=request)
     # A filter that does not parse shows nothing rather than quietly showing everything.
@@ -113,6 +116,7 @@ def workload_export(request):
             "storage",
             "allocation_id",
             "instances",
+            "cluster_instances",
             "instance_type",
             "region",
             "updated_at",
@@ -142,6 +146,7 @@ def workload_export(request):
                 w.get_storage_display(),
                 allocation.pk if allocation else None,
                 allocation.instance_count if allocation else None,
+                w.cluster_instances,
                 allocation.pool.instance_type.api_name if allocation else None,
                 allocation.pool.region if allocation else None,
                 timezone.localtime(w.updated_at).isoformat(timespec="minutes"),
@@ -189,6 +194,45 @@ def _require_workload_writer(request, org_slug: str):
     return access
 
 
+FORM_TEMPLATE = "workloads/records/workload_form.html"
+
+
+def _form_fit(request, org, workload: Workload | None) -> Fit:
+    """What the layout being typed needs beside what its allocation and the workload's clusters hold: from the
+    posted form, the form's fields sent by htmx (?part=fit), or the saved workload. Malformed numbers count as 1:
+    the form's own errors speak for them."""
+    data = request.POST if request.method == "POST" else request.GET
+    if "tensor_parallel" not in data:
+        return workload_fit(workload) if workload else layout_fit(tp=1, pp=1, dp=1)
+
+    def degree(name: str) -> int:
+        number = id_param(data.get(name))
+        return number if number and number <= MAX_PARALLEL_DEGREE else 1
+
+    allocation_id = id_param(data.get("allocation"))
+    allocation = (
+        Allocation.objects.for_org(org).select_related("pool__instance_type").filter(pk=allocation_id).first()
+        if allocation_id
+        else None
+    )
+    return layout_fit(
+        tp=degree("tensor_parallel"),
+        pp=degree("pipeline_parallel"),
+        dp=degree("data_parallel"),
+        ep=degree("expert_parallel"),
+        moe=data.get("architecture") == Workload.Architecture.MOE,
+        allocation=allocation,
+        in_clusters=cluster_accelerators(workload),
+    )
+
+
+def _render_workload_form(request, form, org, workload: Workload | None):
+    context = {"form": form, "org": org, "workload": workload, "fit": _form_fit(request, org, workload)}
+    if request.GET.get("part") == "fit":
+        return render_page(request, FORM_TEMPLATE, context, fragment="workload-fit")
+    return render_form(request, FORM_TEMPLATE, context, invalid=bool(form.errors))
+
+
 @login_required
 def workload_create(request, org_slug: str):
     access = _require_workload_writer(request, org_slug)
@@ -201,8 +245,7 @@ def workload_create(request, org_slug: str):
             apply_errors(form, error)
         else:
             return redirect("records:detail", pk=workload.pk)
-    context = {"form": form, "org": org, "workload": None}
-    return render_form(request, "workloads/records/workload_form.html", context, invalid=bool(form.errors))
+    return _render_workload_form(request, form, org, None)
 
 
 def _visible_workload(request, pk: int) -> Workload:
@@ -231,6 +274,7 @@ def workload_detail(request, pk: int):
             "cases": cases.order_by("-created_at")[:20],
             "clusters": clusters[:20],
             "jobs": jobs.order_by("-submitted_at", "-pk")[:JOBS_SHOWN],
+            "fit": workload_fit(workload),
             "can_write": access.can_write_workloads,
             "can_open_case": access.can_write,
         },
@@ -254,8 +298,7 @@ def workload_edit(request, pk: int):
             apply_errors(form, error)
         else:
             return redirect("records:detail", pk=workload.pk)
-    context = {"form": form, "org": workload.organization, "workload": workload}
-    return render_form(request, "workloads/records/workload_form.html", context, invalid=bool(form.errors))
+    return _render_workload_form(request, form, workload.organization, workload)
 
 
 workload_edit.tenant_model = Workload

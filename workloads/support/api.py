@@ -24,7 +24,7 @@ from workloads.support.services import UNSET, add_comment, case_history, open_ca
     list=extend_schema(summary="Support cases (your org's; every org's for program staff)"),
     create=extend_schema(summary="Open a support case"),
     partial_update=extend_schema(
-        summary="Change status (reopen included), severity, assignee (staff) or the linked workload",
+        summary="Change status (reopen included), severity, assignee (staff) or the linked workload, cluster or node",
     ),
     retrieve=extend_schema(summary="A case with its history (tenants never see internal notes)"),
 )
@@ -45,7 +45,7 @@ class SupportCaseViewSet(
     http_method_names = ["get", "post", "patch", "head", "options"]
 
     def scope_queryset(self, queryset):
-        return queryset.select_related("organization", "assignee", "opened_by", "workload")
+        return queryset.select_related("organization", "assignee", "opened_by", "workload", "node")
 
     def get_serializer_class(self):
         return SupportCaseDetailSerializer if self.action == "retrieve" else super().get_serializer_class()
@@ -68,6 +68,8 @@ class SupportCaseViewSet(
             category=data.get("category", ""),
             severity=data.get("severity", SupportCase.Severity.S3),
             workload=data.get("workload"),
+            cluster=data.get("cluster"),
+            node=data.get("node"),
             assignee=data.get("assignee", UNSET),
         )
         return Response(self.get_serializer(self.get_queryset().get(pk=case.pk)).data, status=status.HTTP_201_CREATED)
@@ -88,6 +90,8 @@ class SupportCaseViewSet(
             severity=data.get("severity", UNSET),
             assignee=data.get("assignee", UNSET),
             workload=data.get("workload", UNSET),
+            cluster=data.get("cluster", UNSET),
+            node=data.get("node", UNSET),
             comment=data.get("comment", ""),
         )
         return Response(self.get_serializer(self.get_queryset().get(pk=case.pk)).data)

@@ -1,17 +1,32 @@
-"""Support case forms: open a case, comment, change status / severity / assignee / workload."""
+"""Support case forms: open a case, comment, change status / severity / assignee / the linked workload, cluster
+and node."""
 
 from __future__ import annotations
 
 from django import forms
 from django.contrib.auth import get_user_model
+from django.db.models import Case, When
 from django.utils.translation import gettext_lazy as _
 
 from tenants.access import program_staff_users
 from tenants.models import Organization
+from workloads.clusters.models import Cluster
 from workloads.records.models import Workload
 from workloads.support.models import SupportCase
 
 User = get_user_model()
+
+
+class ClusterChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, cluster: Cluster) -> str:
+        return f"{cluster.name} · {cluster.get_status_display()}"
+
+
+def linkable_clusters(organization: Organization):
+    """The clusters a case can name: all the organization's, the live ones first, deleted ones included (a case
+    can be about a cluster that is gone)."""
+    live_first = Case(When(status__in=Cluster.LIVE, then=0), default=1)
+    return Cluster.objects.for_org(organization).order_by(live_first, "name", "pk")
 
 
 class CaseForm(forms.Form):
@@ -20,6 +35,17 @@ class CaseForm(forms.Form):
     severity = forms.ChoiceField(label=_("Severity"), choices=SupportCase.Severity.choices, initial="s3")
     workload = forms.ModelChoiceField(
         label=_("Workload"), queryset=Workload.objects.none(), required=False, empty_label=_("none")
+    )
+    cluster = ClusterChoiceField(
+        label=_("Cluster"), queryset=Cluster.objects.none(), required=False, empty_label=_("none")
+    )
+    node = forms.CharField(
+        label=_("Node"),
+        max_length=255,
+        required=False,
+        help_text=_(
+            "Instance id (i-0abc…) or host name (ip-10-1-0-7) of a node of the cluster, if the case is about one."
+        ),
     )
     description = forms.CharField(
         label=_("Description"),
@@ -30,6 +56,7 @@ class CaseForm(forms.Form):
     def __init__(self, *args, organization: Organization, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["workload"].queryset = Workload.objects.for_org(organization).order_by("name")
+        self.fields["cluster"].queryset = linkable_clusters(organization)
 
 
 class CommentForm(forms.Form):
@@ -46,7 +73,8 @@ class CommentForm(forms.Form):
 
 
 class CaseUpdateForm(forms.Form):
-    """Status (reopening included), severity, assignee and the linked workload, with an optional comment."""
+    """Status (reopening included), severity, assignee and the linked workload, cluster and node, with an optional
+    comment."""
 
     status = forms.ChoiceField(label=_("Status"), choices=SupportCase.Status.choices)
     severity = forms.ChoiceField(label=_("Severity"), choices=SupportCase.Severity.choices)
@@ -55,6 +83,15 @@ class CaseUpdateForm(forms.Form):
     )
     workload = forms.ModelChoiceField(
         label=_("Workload"), queryset=Workload.objects.none(), required=False, empty_label=_("none")
+    )
+    cluster = ClusterChoiceField(
+        label=_("Cluster"), queryset=Cluster.objects.none(), required=False, empty_label=_("none")
+    )
+    node = forms.CharField(
+        label=_("Node"),
+        max_length=255,
+        required=False,
+        help_text=_("Instance id or host name of a node of the cluster."),
     )
     comment = forms.CharField(
         label=_("Comment with the change (optional)"), widget=forms.Textarea(attrs={"rows": 2}), required=False
@@ -68,10 +105,13 @@ class CaseUpdateForm(forms.Form):
                 "severity": case.severity,
                 "assignee": case.assignee_id,
                 "workload": case.workload_id,
+                "cluster": case.cluster_id,
+                "node": case.node.instance_id if case.node else "",
             },
         )
         super().__init__(*args, **kwargs)
         self.fields["workload"].queryset = Workload.objects.for_org(case.organization).order_by("name")
+        self.fields["cluster"].queryset = linkable_clusters(case.organization)
         statuses = SupportCase.Status.choices
         if not staff:
             # What a tenant can do from here: resolve or close an active case, reopen a finished one.

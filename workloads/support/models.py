@@ -83,6 +83,15 @@ class SupportCase(models.Model):
         related_name="support_cases",
         verbose_name=_("cluster"),
     )
+    # One instance of that cluster, when the case is about a node (a failing GPU, an unreachable host).
+    node = models.ForeignKey(
+        "workloads.ClusterNode",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="support_cases",
+        verbose_name=_("node"),
+    )
     # None: the portal itself opened it (a health incident, a failed validation), not a person.
     opened_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -107,6 +116,11 @@ class SupportCase(models.Model):
         verbose_name = _("support case")
         verbose_name_plural = _("support cases")
         indexes = [models.Index(fields=["organization", "status"])]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(node__isnull=True) | models.Q(cluster__isnull=False), name="case_node_has_cluster"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"#{self.pk} {self.title}"

@@ -12,6 +12,7 @@ from portal import serializers as api
 from tenants.access import program_staff_users
 from tenants.models import FREE_TEXT_MAX
 from tenants.serializers import OrganizationSlugField, request_user
+from workloads.clusters.models import Cluster
 from workloads.records.models import Workload
 from workloads.support.models import CaseEvent, SupportCase
 
@@ -29,6 +30,25 @@ class CaseEventSerializer(api.ModelSerializer):
         extra_kwargs = {"body": {"required": True, "allow_blank": False}}
 
 
+class NodeField(serializers.CharField):
+    """A node of the case's cluster: written as its instance id (i-0abc…) or host name (ip-10-1-0-7), read as its
+    instance id. Named without a cluster, it is looked up in the org's clusters and brings its cluster."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("allow_null", True)
+        kwargs.setdefault("allow_blank", True)
+        kwargs.setdefault("max_length", 255)
+        kwargs.setdefault(
+            "help_text",
+            "A node the case is about: its instance id or host name, written; its instance id, read. Null or empty "
+            "to clear it.",
+        )
+        super().__init__(**kwargs)
+
+    def to_representation(self, node) -> str:
+        return node.instance_id
+
+
 class SupportCaseSerializer(api.ModelSerializer):
     organization = OrganizationSlugField()
     workload = serializers.PrimaryKeyRelatedField(
@@ -43,8 +63,13 @@ class SupportCaseSerializer(api.ModelSerializer):
     )
     opened_by = api.SlugRelatedField(slug_field="username", read_only=True)
     cluster = serializers.PrimaryKeyRelatedField(
-        read_only=True, help_text="The cluster the case is about: set when the portal opened it for an incident."
+        queryset=Cluster.objects.none(),
+        required=False,
+        allow_null=True,
+        help_text="Id of a cluster of the org the case is about (the portal sets it on the cases it opens for an "
+        "incident).",
     )
+    node = NodeField(required=False)
     time_to_first_response = serializers.SerializerMethodField(help_text="Seconds; null before the first reply.")
     time_open = serializers.SerializerMethodField(help_text="Seconds open, until resolved or closed.")
     read_only_messages = {"status": _("A new case is open: change its status afterwards with PATCH.")}
@@ -62,6 +87,7 @@ class SupportCaseSerializer(api.ModelSerializer):
             "assignee",
             "workload",
             "cluster",
+            "node",
             "opened_by",
             "created_at",
             "updated_at",
@@ -76,6 +102,7 @@ class SupportCaseSerializer(api.ModelSerializer):
         super().__init__(*args, **kwargs)
         if "request" in self.context:
             self.fields["workload"].queryset = Workload.objects.visible_to(request_user(self.context))
+            self.fields["cluster"].queryset = Cluster.objects.visible_to(request_user(self.context))
 
     @extend_schema_field(OpenApiTypes.INT)
     def get_time_to_first_response(self, case: SupportCase) -> int | None:
@@ -107,6 +134,13 @@ class CaseChangeSerializer(api.Serializer):
     workload = serializers.PrimaryKeyRelatedField(
         queryset=Workload.objects.none(), required=False, allow_null=True, help_text="Id of a workload of the org."
     )
+    cluster = serializers.PrimaryKeyRelatedField(
+        queryset=Cluster.objects.none(),
+        required=False,
+        allow_null=True,
+        help_text="Id of a cluster of the org, or null; a node of another cluster is dropped from the case.",
+    )
+    node = NodeField(required=False)
     comment = serializers.CharField(
         max_length=FREE_TEXT_MAX, required=False, allow_blank=True, help_text="A comment added with the change."
     )
@@ -115,6 +149,7 @@ class CaseChangeSerializer(api.Serializer):
         super().__init__(*args, **kwargs)
         if "request" in self.context:
             self.fields["workload"].queryset = Workload.objects.visible_to(request_user(self.context))
+            self.fields["cluster"].queryset = Cluster.objects.visible_to(request_user(self.context))
 
 
 class SupportCaseDetailSerializer(SupportCaseSerializer):

@@ -10,12 +10,14 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from portal import queue
 from tenants.access import SYSTEM, OrgAccess, get_org_access_or_404, is_program_staff, require
 from tenants.models import Organization
+from workloads.clusters.models import Cluster, ClusterNode
 from workloads.records.models import Workload
 from workloads.support.models import CaseEvent, SupportCase
 from workloads.support.notifications import NOTIFIED_KINDS
@@ -50,7 +52,7 @@ def _person(user):
 def _locked_case(case: SupportCase) -> SupportCase:
     return (
         SupportCase.objects.select_for_update(of=("self",))
-        .select_related("organization", "assignee", "workload")
+        .select_related("organization", "assignee", "workload", "cluster", "node")
         .get(pk=case.pk)
     )
 
@@ -82,12 +84,51 @@ def case_history(user, case: SupportCase):
     return CaseEvent.objects.readable_by(user).filter(case=case).select_related("actor").order_by("created_at", "pk")
 
 
-def _check_links(organization: Organization, *, workload: Workload | None, cluster) -> None:
+def _check_links(organization: Organization, *, workload: Workload | None, cluster: Cluster | None) -> None:
     """A case links only its own organization's workload or cluster."""
     if workload is not None and workload.organization_id != organization.pk:
         raise ValidationError({"workload": _("This workload belongs to another organization.")})
     if cluster is not None and cluster.organization_id != organization.pk:
         raise ValidationError({"cluster": _("This cluster belongs to another organization.")})
+
+
+def find_node(
+    organization: Organization, cluster: Cluster | None, node: ClusterNode | str | None
+) -> ClusterNode | None:
+    """The node a case is about, given as a node or as what a person has at hand: an instance id (i-0abc…) or a
+    host name (ip-10-1-0-7, as Slurm names it). Looked up in `cluster`, or in all the organization's clusters when
+    none is named; its cluster is then the case's cluster."""
+    if node is None or node == "":
+        return None
+    if isinstance(node, ClusterNode):
+        if cluster is not None and node.cluster_id != cluster.pk:
+            raise ValidationError({"node": _("This node belongs to another cluster.")})
+        if node.organization_id != organization.pk:
+            raise ValidationError({"node": _("This node belongs to another organization.")})
+        return node
+    ref = node.strip()
+    nodes = ClusterNode.objects.for_org(organization).filter(Q(instance_id=ref) | Q(hostname=ref))
+    if cluster is not None:
+        nodes = nodes.filter(cluster=cluster)
+    # A host name comes back when the cloud replaces a node: the one still there, else the last one seen.
+    found = list(nodes.select_related("cluster").order_by(F("gone_at").desc(nulls_first=True), "-last_seen_at")[:20])
+    if not found:
+        if cluster is not None:
+            message = _("Cluster %(cluster)s has no node “%(node)s” (an instance id or a host name).")
+        else:
+            message = _("None of the organization's clusters has a node “%(node)s” (an instance id or a host name).")
+        raise ValidationError({"node": message % {"node": ref[:80], "cluster": cluster.name if cluster else ""}})
+    if len({n.cluster_id for n in found}) > 1:
+        raise ValidationError(
+            {"node": _("More than one cluster has a node “%(node)s”: name the cluster too.") % {"node": ref[:80]}}
+        )
+    return found[0]
+
+
+def _link_label(cluster: Cluster | None, node: ClusterNode | None) -> str:
+    if cluster is None:
+        return ""
+    return f"{cluster.name} · {node.instance_id}" if node else cluster.name
 
 
 @transaction.atomic
@@ -100,13 +141,18 @@ def open_case(
     category: str,
     severity: str = SupportCase.Severity.S3,
     workload: Workload | None = None,
-    cluster=None,
+    cluster: Cluster | None = None,
+    node: ClusterNode | str | None = None,
     assignee=UNSET,
 ) -> SupportCase:
     """Open a case; it is assigned to the org's lead support engineer unless staff (or the portal itself) name
-    someone else. `user` may be tenants.access.SYSTEM."""
+    someone else. It may name a workload, a cluster and one of its nodes (see find_node). `user` may be
+    tenants.access.SYSTEM."""
     access = _acting(user, organization)
     _check_links(organization, workload=workload, cluster=cluster)
+    node = find_node(organization, cluster, node)
+    if node is not None:
+        cluster = node.cluster
     if assignee is UNSET:
         assignee = organization.lead_engineer
     elif access is not None and not access.is_staff:
@@ -122,6 +168,7 @@ def open_case(
         assignee=assignee,
         workload=workload,
         cluster=cluster,
+        node=node,
         opened_by=_person(user),
         opened_by_staff=access is not None and access.is_staff,
         updated_at=timezone.now(),
@@ -186,10 +233,13 @@ def update_case(
     assignee=UNSET,
     severity: str = UNSET,
     workload: Workload | None = UNSET,
+    cluster: Cluster | None = UNSET,
+    node: ClusterNode | str | None = UNSET,
     comment: str = "",
 ) -> SupportCase:
-    """Change a case's status (reopening included), assignee, severity or linked workload, optionally with a
-    comment; each change is one CaseEvent. A closed case accepts nothing until it is reopened."""
+    """Change a case's status (reopening included), assignee, severity, linked workload, cluster or node (a node
+    named alone brings its cluster; a new cluster drops a node that is not its own), optionally with a comment;
+    each change is one CaseEvent. A closed case accepts nothing until it is reopened."""
     access = _acting(user, case.organization)
     require(access is not None, "The portal itself only opens cases and comments on them.")
     case = _locked_case(case)
@@ -206,7 +256,8 @@ def update_case(
         elif status == Status.OPEN and case.is_active:
             errors["status"] = _("Only a resolved or closed case can be reopened.")
     reopening = status is not UNSET and status in SupportCase.ACTIVE_STATUSES and not case.is_active
-    if case.is_closed and not reopening and (comment or any(v is not UNSET for v in (assignee, severity, workload))):
+    changes = (assignee, severity, workload, cluster, node)
+    if case.is_closed and not reopening and (comment or any(v is not UNSET for v in changes)):
         errors["status"] = _("This case is closed. Reopen it first.")
     if assignee is not UNSET:
         if not access.is_staff:
@@ -217,6 +268,19 @@ def update_case(
         errors["severity"] = _("“%(value)s” is not a severity.") % {"value": severity}
     if workload is not UNSET and workload is not None and workload.organization_id != case.organization_id:
         errors["workload"] = _("This workload belongs to another organization.")
+    new_cluster, new_node = case.cluster, case.node
+    try:
+        if cluster is not UNSET:
+            _check_links(case.organization, workload=None, cluster=cluster)
+            new_cluster = cluster
+            if new_node is not None and (cluster is None or new_node.cluster_id != cluster.pk):
+                new_node = None
+        if node is not UNSET:
+            # A node named alone is looked up in the case's cluster, unless the case has none yet.
+            new_node = find_node(case.organization, new_cluster, node)
+            new_cluster = new_node.cluster if new_node is not None else new_cluster
+    except ValidationError as error:
+        errors.update({field: messages[0] for field, messages in error.message_dict.items()})
     if errors:
         raise ValidationError(errors)
 
@@ -234,6 +298,10 @@ def update_case(
         old = case.workload.name if case.workload else ""
         case.workload = workload
         _add_event(case, user=user, kind=CaseEvent.Kind.LINKED, old=old, new=workload.name if workload else "")
+    if (new_cluster, new_node) != (case.cluster, case.node):
+        old = _link_label(case.cluster, case.node)
+        case.cluster, case.node = new_cluster, new_node
+        _add_event(case, user=user, kind=CaseEvent.Kind.LINKED, old=old, new=_link_label(new_cluster, new_node))
     if comment.strip():
         event = _add_event(case, user=user, kind=CaseEvent.Kind.COMMENT, body=comment.strip())
         _note_first_response(case, access, event)

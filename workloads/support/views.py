@@ -73,9 +73,10 @@ def case_create(request, org_slug: str):
     access = get_org_access_or_404(request.user, org_slug)
     require(access.can_write, _("You cannot open cases for this organization."))
     org = access.organization
-    initial = {}
-    if workload_id := request.GET.get("workload", ""):
-        initial["workload"] = id_param(workload_id)
+    # Prefilled from the page the user came from: a workload's, a cluster's or one of its nodes'.
+    initial = {name: id_param(request.GET[name]) for name in ("workload", "cluster") if request.GET.get(name)}
+    if node := request.GET.get("node", "")[:255]:
+        initial.update(node=node, category=SupportCase.Category.NODE_HEALTH)
     form = CaseForm(request.POST or None, organization=org, initial=initial)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -88,6 +89,8 @@ def case_create(request, org_slug: str):
                 category=data["category"],
                 severity=data["severity"],
                 workload=data["workload"],
+                cluster=data["cluster"],
+                node=data["node"],
             )
         except ValidationError as error:
             apply_errors(form, error)
@@ -99,7 +102,7 @@ def case_create(request, org_slug: str):
 
 def _visible_case(request, pk: int) -> SupportCase:
     cases = SupportCase.objects.visible_to(request.user).select_related(
-        "organization__lead_engineer", "assignee", "opened_by", "workload"
+        "organization__lead_engineer", "assignee", "opened_by", "workload", "cluster", "node"
     )
     return get_object_or_404(cases, pk=pk)
 

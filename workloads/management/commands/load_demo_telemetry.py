@@ -29,6 +29,7 @@ from workloads.clusters.sync import close_nodes
 from workloads.health.telemetry import ingest_exporter_text
 from workloads.jobs.sacct import SACCT_FIELDS
 from workloads.jobs.services import ingest_sacct
+from workloads.records.models import Workload
 from workloads.validation.services import record_validation
 
 DEMO_NAME = "gpu-demo"
@@ -72,6 +73,11 @@ class Command(BaseCommand):
                 kind=Cluster.Kind.HYPERPOD_SLURM,
                 groups=[GroupRequest("p5.48xlarge", NODES)],
                 actor=admin.user,
+                # The org's running workload on that allocation, if it has one: its page lists the cluster.
+                workload=Workload.objects.for_org(org)
+                .filter(allocation=allocation, status=Workload.Status.RUNNING)
+                .order_by("pk")
+                .first(),
             )
         except ValidationError as error:
             return f"{org.name}: no demo cluster ({' '.join(error.messages)})"

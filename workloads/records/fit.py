@@ -1,0 +1,124 @@
+"""Does a workload's parallelism layout fit what it runs on? The layout needs TP × PP × DP accelerators (expert
+parallelism shards the data-parallel replicas, as in Megatron-LM and NeMo, so it adds none); that is set beside what
+the linked allocation and the workload's live clusters hold. A misfit is a warning, never a refusal: a team records
+the layout it plans before the capacity to run it is granted."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db.models import Sum
+from django.utils.translation import gettext as _
+
+from tenants.models import Allocation, InstanceType
+from workloads.clusters.models import Cluster, ClusterInstanceGroup
+from workloads.records.models import Workload
+
+
+@dataclass(frozen=True)
+class Fit:
+    needed: int  # accelerators the layout needs
+    allocated: int | None = None  # accelerators of the linked allocation; None without one
+    in_clusters: int | None = None  # accelerators of the workload's live clusters' workers; None without any
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {
+            "needed": self.needed,
+            "allocated": self.allocated,
+            "in_clusters": self.in_clusters,
+            "warnings": self.warnings,
+        }
+
+
+def layout_fit(
+    *,
+    tp: int,
+    pp: int,
+    dp: int,
+    ep: int = 1,
+    moe: bool = False,
+    allocation: Allocation | None = None,
+    in_clusters: int | None = None,
+) -> Fit:
+    needed = tp * pp * dp
+    warnings = []
+    allocated = None
+    if moe and ep > 1 and dp % ep:
+        warnings.append(
+            _("Expert parallelism shards the data-parallel replicas: DP %(dp)s is not a multiple of EP %(ep)s.")
+            % {"dp": dp, "ep": ep}
+        )
+    if allocation is not None:
+        per_instance = allocation.pool.instance_type.accelerators_per_instance
+        allocated = allocation.instance_count * per_instance
+        if needed > allocated:
+            values = {
+                "needed": f"{needed:,}",
+                "id": allocation.pk,
+                "held": f"{allocated:,}",
+                "count": allocation.instance_count,
+                "type": allocation.pool.instance_type.api_name,
+                "tp": tp,
+                "pp": pp,
+                "dp": allocated // (tp * pp),
+            }
+            if values["dp"]:
+                message = _(
+                    "The layout needs %(needed)s accelerators; allocation #%(id)s holds %(held)s (%(count)s × "
+                    "%(type)s). With TP %(tp)s × PP %(pp)s, at most DP %(dp)s fits."
+                )
+            else:
+                message = _(
+                    "The layout needs %(needed)s accelerators; allocation #%(id)s holds %(held)s (%(count)s × "
+                    "%(type)s), fewer than TP %(tp)s × PP %(pp)s alone."
+                )
+            warnings.append(message % values)
+        if tp > per_instance:
+            warnings.append(
+                _(
+                    "Tensor parallelism %(tp)s spans more than one instance (%(per)s accelerators each): its "
+                    "all-reduces cross the network at every layer."
+                )
+                % {"tp": tp, "per": per_instance}
+            )
+    if in_clusters and needed > in_clusters:
+        warnings.append(
+            _("The layout needs %(needed)s accelerators; this workload's clusters hold %(held)s.")
+            % {"needed": f"{needed:,}", "held": f"{in_clusters:,}"}
+        )
+    return Fit(needed=needed, allocated=allocated, in_clusters=in_clusters, warnings=warnings)
+
+
+def cluster_accelerators(workload: Workload | None) -> int | None:
+    """Accelerators in the worker groups of the workload's live clusters; None when it has none. Two queries."""
+    if workload is None or workload.pk is None:
+        return None
+    groups = (
+        ClusterInstanceGroup.objects.for_org(workload.organization_id)
+        .filter(cluster__workload=workload, cluster__status__in=Cluster.LIVE, role=ClusterInstanceGroup.Role.WORKER)
+        .values("instance_type")
+        .annotate(instances=Sum("instance_count"))
+        .order_by()
+    )
+    counts = {row["instance_type"]: row["instances"] for row in groups}
+    if not counts:
+        return None
+    per_instance = dict(
+        InstanceType.objects.filter(api_name__in=counts).values_list("api_name", "accelerators_per_instance")
+    )
+    return sum(instances * per_instance.get(api_name, 0) for api_name, instances in counts.items())
+
+
+def workload_fit(workload: Workload) -> Fit:
+    """The fit of a saved workload: its allocation (select_related pool__instance_type to spare a query) and its
+    live clusters."""
+    return layout_fit(
+        tp=workload.tensor_parallel,
+        pp=workload.pipeline_parallel,
+        dp=workload.data_parallel,
+        ep=workload.expert_parallel,
+        moe=workload.architecture == Workload.Architecture.MOE,
+        allocation=workload.allocation,
+        in_clusters=cluster_accelerators(workload),
+    )
