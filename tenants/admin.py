@@ -61,7 +61,7 @@ class MembershipInline(admin.TabularInline):
 
 @admin.register(Organization)
 class OrganizationAdmin(admin.ModelAdmin):
-    list_display = ["name", "slug", "aws_account_id", "lead_engineer"]
+    list_display = ["name", "slug", "aws_account_id", "lead_engineer", "language"]
     list_select_related = ["lead_engineer"]
     search_fields = ["name", "slug", "aws_account_id"]
     prepopulated_fields = {"slug": ["name"]}

@@ -192,6 +192,13 @@ class Organization(models.Model):
     )
     contact_name = models.CharField(_("contact name"), max_length=200, blank=True)
     contact_email = models.EmailField(_("contact email"), blank=True)
+    language = models.CharField(
+        _("email language"),
+        max_length=8,
+        choices=settings.LANGUAGES,
+        default=settings.LANGUAGE_CODE,
+        help_text=_("The language of the email the portal sends the organization's members and contact."),
+    )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     objects = OrganizationQuerySet.as_manager()

@@ -33,7 +33,16 @@ class OrganizationSerializer(api.ModelSerializer):
 
     class Meta:
         model = Organization
-        fields = ["slug", "name", "aws_account_id", "role_arn", "lead_engineer", "contact_name", "contact_email"]
+        fields = [
+            "slug",
+            "name",
+            "aws_account_id",
+            "role_arn",
+            "lead_engineer",
+            "contact_name",
+            "contact_email",
+            "language",
+        ]
 
 
 class InstancePriceSerializer(api.ModelSerializer):

@@ -13,6 +13,7 @@ from portal.periods import today
 from tenants.access import require_program_manager
 from tenants.audit import record_audit
 from tenants.capacity.notifications import notify_revocation
+from tenants.capacity.revocation import clusters_to_delete
 from tenants.capacity.usage import usage
 from tenants.models import Allocation, CapacityPool
 from tenants.signals import allocation_revoked
@@ -30,6 +31,7 @@ def revoke_allocation(*, user, allocation: Allocation, reason: str) -> Allocatio
         raise ValidationError(
             _("This allocation is already %(status)s.") % {"status": allocation.get_status_display().lower()}
         )
+    doomed = clusters_to_delete(allocation)  # named in the email; the signal's receiver deletes the same ones
     before = allocation.status
     allocation.status = Allocation.Status.REVOKED
     allocation.revoked_by, allocation.revoked_at, allocation.revoke_reason = user, timezone.now(), reason.strip()
@@ -43,7 +45,7 @@ def revoke_allocation(*, user, allocation: Allocation, reason: str) -> Allocatio
         comment=reason.strip(),
     )
     allocation_revoked.send(sender=Allocation, allocation=allocation, user=user)
-    notify_revocation(allocation)
+    notify_revocation(allocation, doomed)
     return allocation
 
 

@@ -9,7 +9,7 @@ from django.utils.translation import gettext_lazy as _
 
 from portal.forms import DateInput
 from tenants.capacity.estimate import MAX_INSTANCES, MAX_PARAMETERS, MAX_TOKENS
-from tenants.models import Allocation, CapacityPool, CapacityRequest, Framework, InstanceType, Region
+from tenants.models import FREE_TEXT_MAX, Allocation, CapacityPool, CapacityRequest, Framework, InstanceType, Region
 
 BILLION = Decimal(10**9)
 
@@ -121,4 +121,9 @@ class DecisionForm(forms.Form):
 
 
 class RevokeForm(forms.Form):
-    reason = forms.CharField(label=_("Reason"), widget=forms.Textarea(attrs={"rows": 2}))
+    reason = forms.CharField(
+        label=_("Reason (the organization reads it)"),
+        max_length=FREE_TEXT_MAX,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        error_messages={"required": _("Give the reason for revoking; the tenant will read it.")},
+    )

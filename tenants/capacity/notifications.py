@@ -1,13 +1,16 @@
-"""Email to an organization's members about its capacity: decisions on its requests, a revoked allocation."""
+"""Email to an organization's members about its capacity: decisions on its requests, a revoked allocation. Each is
+written in the organization's email language (Organization.language), whoever's request made the change."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
+from django.utils import translation
 from django.utils.translation import gettext as _
 
 from portal.links import portal_url
+from tenants.capacity.revocation import DoomedCluster
 from tenants.models import Allocation, CapacityRequest, Organization
 
 
@@ -24,6 +27,11 @@ def notify_members(organization: Organization, subject: str, body: str) -> None:
 
 
 def notify_decision(capacity_request: CapacityRequest, allocation: Allocation | None) -> None:
+    with translation.override(capacity_request.organization.language):
+        _notify_decision(capacity_request, allocation)
+
+
+def _notify_decision(capacity_request: CapacityRequest, allocation: Allocation | None) -> None:
     status = capacity_request.get_status_display()
     lines = [
         _("Your capacity request #%(id)s (%(count)s × %(pool)s, %(start)s – %(end)s) was %(status)s.")
@@ -54,16 +62,25 @@ def notify_decision(capacity_request: CapacityRequest, allocation: Allocation | 
     )
 
 
-def notify_revocation(allocation: Allocation) -> None:
-    notify_members(
-        allocation.organization,
-        _("Allocation revoked: %(allocation)s") % {"allocation": allocation},
-        "\n\n".join(
-            [
-                _("A program manager revoked this allocation; its clusters are being deleted."),
-                _("Reason: %(reason)s") % {"reason": allocation.revoke_reason},
-                _("Your capacity in the portal: %(url)s")
-                % {"url": portal_url("capacity", allocation.organization.slug)},
-            ]
-        ),
-    )
+def notify_revocation(allocation: Allocation, clusters: list[DoomedCluster]) -> None:
+    """The organization hears that its allocation was revoked, why, and which of its clusters are being deleted."""
+    with translation.override(allocation.organization.language):
+        if clusters:
+            deleted = _("These clusters of yours are being deleted: %(names)s.") % {
+                "names": ", ".join(cluster.name for cluster in clusters)
+            }
+        else:
+            deleted = _("None of your clusters is deleted.")
+        notify_members(
+            allocation.organization,
+            _("Allocation revoked: %(allocation)s") % {"allocation": allocation},
+            "\n\n".join(
+                [
+                    _("A program manager revoked this allocation; its instances return to the pool."),
+                    deleted,
+                    _("Reason: %(reason)s") % {"reason": allocation.revoke_reason},
+                    _("Your capacity in the portal: %(url)s")
+                    % {"url": portal_url("capacity", allocation.organization.slug)},
+                ]
+            ),
+        )

@@ -15,7 +15,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from portal.pages import is_fragment, paginate, render_page, varies_on_htmx
+from portal.forms import apply_errors
+from portal.pages import is_fragment, paginate, render_form, render_page, varies_on_htmx
 from portal.periods import today
 from tenants.access import is_program_manager, require_program_manager, require_program_staff, visible_organizations
 from tenants.capacity.allocations import allocation_rows, revoke_allocation
@@ -24,6 +25,7 @@ from tenants.capacity.decisions import approve_request, reject_request
 from tenants.capacity.forms import DecisionForm, RevokeForm
 from tenants.capacity.ledger import allocated_by_day
 from tenants.capacity.pools import catalog_prices, largest_holders, pool_headroom, pool_spans, request_estimate
+from tenants.capacity.revocation import clusters_to_delete
 from tenants.capacity.usage import usage
 from tenants.models import Allocation, CapacityPool, CapacityRequest
 
@@ -211,20 +213,28 @@ def allocations(request):
 
 
 @login_required
-@require_POST
 def revoke(request, pk: int):
-    allocation = get_object_or_404(Allocation.objects.visible_to(request.user), pk=pk)
+    """A program manager revokes an allocation with a reason, after reading which clusters it deletes."""
+    allocations = Allocation.objects.visible_to(request.user).select_related("organization", "pool__instance_type")
+    allocation = get_object_or_404(allocations, pk=pk)
     require_program_manager(request.user, _("Only a program manager can revoke an allocation."))
-    form = RevokeForm(request.POST)
-    try:
-        if not form.is_valid():
-            raise ValidationError(_("Give the reason for revoking; the tenant will read it."))
-        revoke_allocation(user=request.user, allocation=allocation, reason=form.cleaned_data["reason"])
-    except ValidationError as error:
-        messages.error(request, " ".join(error.messages))
-    else:
-        messages.success(request, _("Allocation #%(id)s revoked.") % {"id": allocation.pk})
-    return redirect("allocations")
+    form = RevokeForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            revoke_allocation(user=request.user, allocation=allocation, reason=form.cleaned_data["reason"])
+        except ValidationError as error:
+            apply_errors(form, error)
+        else:
+            messages.success(request, _("Allocation #%(id)s revoked.") % {"id": allocation.pk})
+            return redirect("allocations")
+    revocable = allocation.status not in (Allocation.Status.REVOKED, Allocation.Status.EXPIRED)
+    context = {
+        "allocation": allocation,
+        "form": form,
+        "revocable": revocable,
+        "clusters": clusters_to_delete(allocation) if revocable else [],
+    }
+    return render_form(request, "tenants/allocation_revoke.html", context, invalid=bool(form.errors))
 
 
 revoke.tenant_model = Allocation

@@ -359,7 +359,9 @@ def test_revoking_the_allocation_deletes_its_clusters(
     assert delete(running.pk) == "deleted"  # what the queued task does, against the emulator
     event = running.events.get(to_status=Cluster.Status.DELETING)
     assert (event.actor, event.message) == (manager, "Deletion requested: its allocation was revoked")
-    assert "clusters are being deleted" in mailoutbox[-1].body and f"/orgs/{org.slug}/capacity/" in mailoutbox[-1].body
+    body = mailoutbox[-1].body
+    assert f"These clusters of yours are being deleted: {running.name}, {waiting.name}." in body
+    assert f"/orgs/{org.slug}/capacity/" in body
 
 
 @pytest.mark.parametrize(("count", "deleted"), [(12, True), (8, False)])

@@ -4,6 +4,7 @@ import pytest
 import time_machine
 from django.core import mail
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.utils import translation
 
 from tenants.capacity.allocations import refresh_allocation_statuses, revoke_allocation
 from tenants.capacity.decisions import approve_request, reject_request
@@ -143,6 +144,19 @@ def test_decision_emails_the_tenant_after_commit(
     # A mail has no page to be relative to: the link is absolute, on PORTAL_URL.
     assert f"portal: https://portal.example/orgs/{org.slug}/capacity/requests/{request.pk}/" in email.body
     assert "Comment: Trimmed." in email.body
+
+
+def test_the_decision_email_is_in_the_organizations_language_whatever_the_managers(
+    pool, manager, member, org, django_capture_on_commit_callbacks
+):
+    org.language = "ja"
+    org.save(update_fields=["language"])
+    request = submitted(pool, 8, d(1, 1), d(1, 31), org=org)
+    with translation.override("en"), django_capture_on_commit_callbacks(execute=True):
+        approve_request(user=manager, capacity_request=request, instance_count=4, comment="Trimmed.")
+    [email] = mail.outbox
+    assert email.subject.startswith(f"キャパシティ申請 #{request.pk}：")
+    assert "Allocated" not in email.body and "Trimmed." in email.body
 
 
 # --- Tenant actions ----------------------------------------------------------------------------

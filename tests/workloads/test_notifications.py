@@ -123,3 +123,17 @@ def test_the_task_retries_transient_mail_errors_only(case, error, attempts):
     assert connection.return_value.send_messages.call_count == attempts
     assert result.state == "FAILURE"
     assert CaseEvent.objects.get(pk=event.pk).notified_at is None  # claim given back for a later run
+
+
+def test_tenants_read_case_email_in_their_organizations_language_and_staff_in_the_portals(
+    case, org, member, lead, django_capture_on_commit_callbacks
+):
+    org.language = "ja"
+    org.save(update_fields=["language"])
+    with django_capture_on_commit_callbacks(execute=True):
+        add_comment(user=member, case=case, body="Still hanging.")
+        add_comment(user=lead, case=case, body="Replacing the node.")
+    to_lead, to_member = mail.outbox[-2:]
+    assert to_lead.to == [lead.email] and to_lead.subject == f"[FM Program] Case #{case.pk}: NCCL hangs"
+    assert to_member.to == [member.email] and to_member.subject == f"[FM Program] ケース #{case.pk}: NCCL hangs"
+    assert "Replacing the node." in to_member.body and "Open the case" not in to_member.body

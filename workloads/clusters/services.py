@@ -10,12 +10,14 @@ from collections import defaultdict
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Q, Sum
+from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, gettext_noop
 
 from portal import queue
 from portal.cloud import parallelcluster
 from tenants.audit import record_audit
+from tenants.capacity.revocation import DoomedCluster
 from tenants.models import Allocation, Organization
 from workloads.clusters import tasks
 from workloads.clusters.allowance import GroupRequest, active_allocations, allowed_per_type, check_allocation
@@ -240,22 +242,25 @@ def request_delete(*, cluster: Cluster, actor, why: str = gettext_noop("Deletion
     return cluster
 
 
-def delete_clusters_of_revoked_allocation(*, allocation, user, **signal) -> None:
-    """tenants.signals.allocation_revoked: the instances go back to the pool, so the clusters holding them go —
-    the allocation's own, then, since a cluster may draw on the org's whole allowance of its type, the newest
-    others until what the org's clusters hold fits the allocations it has left."""
-    why = gettext_noop("Deletion requested: its allocation was revoked")
-    for cluster in allocation.clusters.exclude(status__in=[Status.DELETING, Status.DELETED]):
-        if cluster.can_delete:
-            request_delete(cluster=cluster, actor=user, why=why)
+def clusters_to_delete(allocation: Allocation) -> list[Cluster]:
+    """The clusters revoking `allocation` deletes, judged as if it were revoked already: its own, then, since a
+    cluster may draw on the org's whole allowance of its type, the newest others until what the org's clusters
+    hold fits the allocations it has left. Reads only: the revoke page names them before a manager confirms."""
+    doomed = [
+        cluster
+        for cluster in allocation.clusters.exclude(status__in=[Status.DELETING, Status.DELETED]).order_by("pk")
+        if cluster.can_delete
+    ]
     organization, region = allocation.organization, allocation.pool.region
     instance_type = allocation.pool.instance_type.api_name
-    allowed = allowed_per_type(active_allocations(organization).select_related("pool__instance_type"), region)
+    remaining = active_allocations(organization).exclude(pk=allocation.pk).select_related("pool__instance_type")
+    allowed = allowed_per_type(remaining, region)
     workers = Q(groups__instance_type=instance_type, groups__role=ClusterInstanceGroup.Role.WORKER)
     holding = list(
         Cluster.objects.for_org(organization)
         .filter(status__in=Cluster.LIVE, region=region)
         .exclude(status=Status.DELETING)
+        .exclude(pk__in=[cluster.pk for cluster in doomed])
         .annotate(held=Sum("groups__instance_count", filter=workers))
         .filter(held__gt=0)
         .order_by("-created_at", "-pk")
@@ -265,5 +270,22 @@ def delete_clusters_of_revoked_allocation(*, allocation, user, **signal) -> None
         if held <= allowed.get(instance_type, 0):
             break
         if cluster.can_delete:
-            request_delete(cluster=cluster, actor=user, why=why)
+            doomed.append(cluster)
             held -= cluster.held
+    return doomed
+
+
+def doomed_clusters(allocation: Allocation) -> list[DoomedCluster]:
+    """clusters_to_delete as the capacity pages and email name them (registered in tenants by workloads.apps)."""
+    return [
+        DoomedCluster(cluster.name, cluster.get_status_display(), reverse("clusters:detail", args=[cluster.pk]))
+        for cluster in clusters_to_delete(allocation)
+    ]
+
+
+def delete_clusters_of_revoked_allocation(*, allocation, user, **signal) -> None:
+    """tenants.signals.allocation_revoked: the instances go back to the pool, so the clusters holding them go
+    (clusters_to_delete says which)."""
+    why = gettext_noop("Deletion requested: its allocation was revoked")
+    for cluster in clusters_to_delete(allocation):
+        request_delete(cluster=cluster, actor=user, why=why)

@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.core.mail import EmailMessage, get_connection
 from django.db.models import Q
 from django.template.loader import render_to_string
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
 from portal.links import portal_url
@@ -76,13 +76,15 @@ def send_case_event_email(*, event_id: int) -> int:
     if event.internal:
         # Belt and braces: an internal entry only ever goes to program staff.
         recipients = [p for p in recipients if is_program_staff(p)]
-    subject = _("[FM Program] Case #%(id)s: %(title)s") % {"id": case.pk, "title": case.title}
-    body = render_to_string(
-        "workloads/support/email/case_event.txt",
-        {"event": event, "case": case, "url": portal_url("support:detail", case.pk)},
-    )
-    # One message per person: nobody learns the other participants' addresses.
-    messages = [EmailMessage(subject, body, settings.DEFAULT_FROM_EMAIL, [person.email]) for person in recipients]
+    # One message per person: nobody learns the other participants' addresses. Tenants read it in their
+    # organization's email language, the program team in the portal's.
+    messages, written = [], {}
+    for person in recipients:
+        language = settings.LANGUAGE_CODE if is_program_staff(person) else case.organization.language
+        if language not in written:
+            written[language] = _case_email(event, language)
+        subject, body = written[language]
+        messages.append(EmailMessage(subject, body, settings.DEFAULT_FROM_EMAIL, [person.email]))
     try:
         sent = get_connection().send_messages(messages) if messages else 0
     except Exception:
@@ -90,3 +92,15 @@ def send_case_event_email(*, event_id: int) -> int:
         CaseEvent.objects.filter(pk=event_id).update(notified_at=None)
         raise
     return sent or 0
+
+
+def _case_email(event: CaseEvent, language: str) -> tuple[str, str]:
+    """The subject and text of the email about `event`, in `language`."""
+    case = event.case
+    with translation.override(language):
+        subject = _("[FM Program] Case #%(id)s: %(title)s") % {"id": case.pk, "title": case.title}
+        body = render_to_string(
+            "workloads/support/email/case_event.txt",
+            {"event": event, "case": case, "url": portal_url("support:detail", case.pk)},
+        )
+    return subject, body

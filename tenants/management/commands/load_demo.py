@@ -110,6 +110,8 @@ class Command(BaseCommand):
                     "lead_engineer": support,
                     "contact_name": f"{name} training lead",
                     "contact_email": f"lead@{slug}.example",
+                    # Every other organization reads its email in Japanese (Sakura Language Lab first).
+                    "language": "ja" if number % 2 else "en",
                 },
             )
             organizations.append(org)
