@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from django.utils import translation
 from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
@@ -48,7 +49,24 @@ class Serializer(WriteRules, serializers.Serializer):
 
 
 class ModelSerializer(WriteRules, serializers.ModelSerializer):
-    pass
+    """A field without a help text gets one where a general sentence is true of every model (the OpenAPI schema
+    describes every field: tests/test_api_schema.py); every other field says what it is itself, in its serializer
+    (help_text=, or Meta.extra_kwargs for a field built from the model), never on the model."""
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        fields = super().get_fields()
+        with translation.override(None):  # help texts are plain English, whatever the request's language
+            noun = str(self.Meta.model._meta.verbose_name)
+        defaults = {
+            "id": f"Id of the {noun}.",
+            "created_at": f"When the {noun} was created.",
+            "updated_at": f"When the {noun} last changed.",
+            "organization": f"Slug of the organization the {noun} belongs to.",
+        }
+        for name, field in fields.items():
+            if not field.help_text and name in defaults:
+                field.help_text = defaults[name]
+        return fields
 
 
 class SlugRelatedField(serializers.SlugRelatedField):
@@ -56,6 +74,13 @@ class SlugRelatedField(serializers.SlugRelatedField):
     over-long string) is "no such object", not a database error: PostgreSQL refuses NUL in text outright."""
 
     default_error_messages = {"does_not_exist": _("No such object: {slug_name}={value}.")}
+
+    def __init__(self, slug_field: str | None = None, **kwargs) -> None:
+        # Without its own help text, a username field shows User.username's ("Required. 150 characters or
+        # fewer…"), which describes the user form, not whose username this is.
+        if slug_field == "username" and not kwargs.get("help_text"):
+            raise TypeError("A username field says whose username it is: help_text='Username of the person who …'")
+        super().__init__(slug_field=slug_field, **kwargs)
 
     def to_internal_value(self, data):
         if isinstance(data, str) and ("\x00" in data or len(data) > 255):

@@ -27,21 +27,41 @@ from tenants.models import (
 
 
 class CapacityPoolSerializer(api.ModelSerializer):
-    program = api.SlugRelatedField(slug_field="slug", read_only=True)
-    instance_type = api.SlugRelatedField(slug_field="api_name", read_only=True)
-    allocatable_instances = serializers.IntegerField(read_only=True)
-    window = serializers.SerializerMethodField(help_text="Free capacity over ?start=&end=, when given.")
+    program = api.SlugRelatedField(
+        slug_field="slug", read_only=True, help_text="Slug of the program (funding cycle) the pool belongs to."
+    )
+    instance_type = api.SlugRelatedField(
+        slug_field="api_name", read_only=True, help_text="The pool's EC2 instance type, e.g. p5.48xlarge."
+    )
+    allocatable_instances = serializers.IntegerField(
+        read_only=True, help_text="Instances that can be allocated: total_instances less spare_instances."
+    )
+    window = serializers.SerializerMethodField(
+        help_text="Free capacity over the window of ?start=&end=; null without them."
+    )
 
     @extend_schema_field(
         {
             "type": "object",
             "nullable": True,
             "properties": {
-                "start": {"type": "string", "format": "date"},
-                "end": {"type": "string", "format": "date"},
-                "peak_allocated": {"type": "integer"},
-                "free_instances": {"type": "integer"},
-                "bottleneck_on": {"type": "string", "format": "date"},
+                "start": {"type": "string", "format": "date", "description": "First day of the window."},
+                "end": {"type": "string", "format": "date", "description": "Last day of the window, inclusive."},
+                "peak_allocated": {
+                    "type": "integer",
+                    "description": "Instances allocated on the window's busiest day.",
+                },
+                "free_instances": {
+                    "type": "integer",
+                    "description": "Instances free on every day of the window: allocatable_instances less "
+                    "peak_allocated; 0 when the window reaches past the pool's own dates.",
+                },
+                "bottleneck_on": {
+                    "type": "string",
+                    "format": "date",
+                    "description": "The busiest day (the first one, on a tie); the window's first day when nothing "
+                    "is allocated.",
+                },
             },
         }
     )
@@ -73,6 +93,16 @@ class CapacityPoolSerializer(api.ModelSerializer):
             "ends_on",
             "window",
         ]
+        extra_kwargs = {
+            "region": {"help_text": "AWS region of the pool."},
+            "capacity_reservation_id": {
+                "help_text": "The EC2 capacity reservation behind the pool (cr-…); empty when none."
+            },
+            "total_instances": {"help_text": "Instances in the pool, spare ones included."},
+            "spare_instances": {"help_text": "Instances held back for node replacements, never allocated."},
+            "starts_on": {"help_text": "First day of the pool's capacity."},
+            "ends_on": {"help_text": "Last day of the pool's capacity, inclusive."},
+        }
 
 
 class EstimateSerializer(api.Serializer):
@@ -88,13 +118,21 @@ class EstimateSerializer(api.Serializer):
         validators=[TOKEN_COUNT],
         required=False,
         allow_null=True,
-        help_text="Training tokens; blank = 20 × parameters.",
+        help_text="Training tokens; null or left out: 20 × parameters.",
     )
-    instance_type = api.SlugRelatedField(slug_field="api_name", queryset=InstanceType.objects.all())
-    region = serializers.ChoiceField(choices=Region.choices)
-    instance_count = serializers.IntegerField(min_value=1, max_value=MAX_INSTANCES)
-    starts_on = serializers.DateField()
-    ends_on = serializers.DateField()
+    instance_type = api.SlugRelatedField(
+        slug_field="api_name",
+        queryset=InstanceType.objects.all(),
+        help_text="The EC2 instance type to train on, e.g. p5.48xlarge.",
+    )
+    region = serializers.ChoiceField(
+        choices=Region.choices, help_text="AWS region; it must offer the instance type (have a price for it)."
+    )
+    instance_count = serializers.IntegerField(
+        min_value=1, max_value=MAX_INSTANCES, help_text="Instances to train on, around the clock."
+    )
+    starts_on = serializers.DateField(help_text="First day of the window.")
+    ends_on = serializers.DateField(help_text="Last day of the window, inclusive.")
     mfu = serializers.DecimalField(
         max_digits=4,
         decimal_places=3,
@@ -102,7 +140,7 @@ class EstimateSerializer(api.Serializer):
         max_value=Decimal("1"),
         required=False,
         allow_null=True,
-        help_text="Expected model FLOPs utilization, 0–1 (default 0.40).",
+        help_text="Expected model FLOPs utilization, 0–1; null or left out: 0.40.",
     )
 
     def validate(self, attrs):
@@ -118,25 +156,63 @@ class EstimateSerializer(api.Serializer):
 
 
 class EstimateResultSerializer(api.Serializer):
-    parameters = serializers.IntegerField()
-    tokens = serializers.IntegerField()
-    tokens_defaulted = serializers.BooleanField()
-    mfu = serializers.DecimalField(max_digits=4, decimal_places=3)
-    training_flops = serializers.FloatField()
-    accelerator_hours = serializers.FloatField()
-    instance_hours = serializers.FloatField()
-    training_state_gib = serializers.FloatField()
-    min_instances_for_state = serializers.IntegerField()
-    instance_count = serializers.IntegerField()
-    days_needed = serializers.FloatField()
-    window_days = serializers.IntegerField()
-    fits_window = serializers.BooleanField()
-    fits_memory = serializers.BooleanField()
-    fits = serializers.BooleanField()
-    cost_usd = serializers.DecimalField(max_digits=24, decimal_places=2, allow_null=True)
-    cost_local = serializers.DecimalField(max_digits=26, decimal_places=0, allow_null=True)
-    window_cost_usd = serializers.DecimalField(max_digits=24, decimal_places=2, allow_null=True)
-    window_cost_local = serializers.DecimalField(max_digits=26, decimal_places=0, allow_null=True)
+    parameters = serializers.IntegerField(help_text="Model parameters the estimate is for.")
+    tokens = serializers.IntegerField(help_text="Training tokens the estimate is for.")
+    tokens_defaulted = serializers.BooleanField(
+        help_text="True when no token count was given and tokens is 20 × parameters (compute-optimal)."
+    )
+    mfu = serializers.DecimalField(
+        max_digits=4, decimal_places=3, help_text="Model FLOPs utilization assumed, 0–1 (0.40 unless given)."
+    )
+    training_flops = serializers.FloatField(help_text="Training compute, 6 × parameters × tokens, in FLOPs.")
+    accelerator_hours = serializers.FloatField(
+        help_text="Accelerator-hours the run needs at the accelerator's peak BF16 throughput × mfu."
+    )
+    instance_hours = serializers.FloatField(
+        help_text="Instance-hours the run needs: accelerator_hours ÷ accelerators per instance."
+    )
+    training_state_gib = serializers.FloatField(
+        help_text="Memory the training state takes before activations (16 bytes per parameter), in GiB."
+    )
+    min_instances_for_state = serializers.IntegerField(
+        help_text="Fewest instances whose accelerator memory can hold the training state."
+    )
+    instance_count = serializers.IntegerField(help_text="Instances the estimate trains on.")
+    days_needed = serializers.FloatField(
+        help_text="Days the run takes on instance_count instances, running around the clock."
+    )
+    window_days = serializers.IntegerField(help_text="Days in the window, the first and last included.")
+    fits_window = serializers.BooleanField(help_text="True when days_needed is at most window_days.")
+    fits_memory = serializers.BooleanField(help_text="True when instance_count is at least min_instances_for_state.")
+    fits = serializers.BooleanField(help_text="True when the run fits both the window and the memory.")
+    cost_usd = serializers.DecimalField(
+        max_digits=24,
+        decimal_places=2,
+        allow_null=True,
+        help_text="The run's instance-hours at the on-demand price, in USD; null when the region has no price for "
+        "the instance type.",
+    )
+    cost_local = serializers.DecimalField(
+        max_digits=26,
+        decimal_places=0,
+        allow_null=True,
+        help_text="cost_usd in the program's currency (JPY by default) at the program's exchange rate, in whole "
+        "units; null when cost_usd is.",
+    )
+    window_cost_usd = serializers.DecimalField(
+        max_digits=24,
+        decimal_places=2,
+        allow_null=True,
+        help_text="Holding instance_count instances over the whole window at the on-demand price, in USD; null "
+        "when the region has no price for the instance type.",
+    )
+    window_cost_local = serializers.DecimalField(
+        max_digits=26,
+        decimal_places=0,
+        allow_null=True,
+        help_text="window_cost_usd in the program's currency at its exchange rate, in whole units; null when "
+        "window_cost_usd is.",
+    )
 
 
 class CapacityRequestSerializer(api.ModelSerializer):
@@ -149,15 +225,36 @@ class CapacityRequestSerializer(api.ModelSerializer):
         required=False,
         help_text="Slug of your organization; may be left out when you belong to exactly one.",
     )
-    instance_type = api.SlugRelatedField(slug_field="api_name", queryset=InstanceType.objects.all(), required=False)
-    region = serializers.ChoiceField(choices=Region.choices, required=False)
+    instance_type = api.SlugRelatedField(
+        slug_field="api_name",
+        queryset=InstanceType.objects.all(),
+        required=False,
+        help_text="The EC2 instance type asked for, e.g. p5.48xlarge; left out for an extension or enlargement "
+        "(the base allocation's).",
+    )
+    region = serializers.ChoiceField(
+        choices=Region.choices,
+        required=False,
+        help_text="AWS region asked for; left out for an extension or enlargement (the base allocation's).",
+    )
     base_allocation = serializers.PrimaryKeyRelatedField(
-        queryset=Allocation.objects.none(), required=False, allow_null=True
+        queryset=Allocation.objects.none(),
+        required=False,
+        allow_null=True,
+        help_text="Id of the allocation an extension or enlargement changes; null for a new allocation.",
     )
     submit = serializers.BooleanField(write_only=True, default=False, help_text="Submit at once instead of a draft.")
-    created_by = api.SlugRelatedField(slug_field="username", read_only=True)
-    decided_by = api.SlugRelatedField(slug_field="username", read_only=True)
-    allocation = serializers.PrimaryKeyRelatedField(read_only=True)
+    created_by = api.SlugRelatedField(
+        slug_field="username", read_only=True, help_text="Username of the person who created the request."
+    )
+    decided_by = api.SlugRelatedField(
+        slug_field="username",
+        read_only=True,
+        help_text="Username of the program manager who approved or rejected the request; null before a decision.",
+    )
+    allocation = serializers.PrimaryKeyRelatedField(
+        read_only=True, help_text="Id of the allocation the approval made; null before a grant."
+    )
     granted_instance_count = serializers.IntegerField(
         source="granted_count",
         read_only=True,
@@ -165,7 +262,10 @@ class CapacityRequestSerializer(api.ModelSerializer):
         help_text="Instances the decision granted (its allocation's); less than instance_count after a partial "
         "approval, null before a grant. The estimate is on what was granted.",
     )
-    estimate = serializers.SerializerMethodField()
+    estimate = serializers.SerializerMethodField(
+        help_text="The compute estimate of the training plan, on what was granted once approved, else on what is "
+        "asked; null without a parameter_count."
+    )
 
     class Meta:
         model = CapacityRequest
@@ -178,6 +278,31 @@ class CapacityRequestSerializer(api.ModelSerializer):
         read_only_fields = [
             "status", "created_at", "submitted_at", "decided_at", "decision_comment",
         ]  # fmt: skip
+        extra_kwargs = {
+            "kind": {
+                "help_text": "new: a new allocation; extension: days after base_allocation ends; enlargement: "
+                "instances added inside base_allocation's window."
+            },
+            "instance_count": {"help_text": "Instances asked for; for an enlargement, the instances to add."},
+            "starts_on": {"help_text": "First day asked for."},
+            "ends_on": {"help_text": "Last day asked for, inclusive."},
+            "justification": {"help_text": "Why the organization needs the capacity, for the program managers."},
+            "parameter_count": {
+                "help_text": "Parameters of the model to train (not billions), for the estimate; null when not given."
+            },
+            "training_tokens": {
+                "help_text": "Tokens to train on, for the estimate; null: 20 × parameter_count (compute-optimal)."
+            },
+            "framework": {"help_text": "The training framework; empty when not given."},
+            "expected_mfu": {"help_text": "Expected model FLOPs utilization, 0.01–1, for the estimate; null: 0.40."},
+            "status": {
+                "help_text": "draft (editable), submitted (awaiting a decision), approved, partially_approved, "
+                "rejected or withdrawn."
+            },
+            "submitted_at": {"help_text": "When the request was submitted; null while a draft."},
+            "decided_at": {"help_text": "When the request was approved or rejected; null before a decision."},
+            "decision_comment": {"help_text": "The program manager's comment on the decision; empty when none."},
+        }
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -223,27 +348,64 @@ def estimate_as_dict(result) -> dict:
 class DecisionSerializer(api.Serializer):
     """Approve in full (no fields), or partially with fewer instances and/or a shorter window."""
 
-    instance_count = serializers.IntegerField(required=False, min_value=1, max_value=MAX_INSTANCES)
-    starts_on = serializers.DateField(required=False)
-    ends_on = serializers.DateField(required=False)
-    comment = serializers.CharField(max_length=FREE_TEXT_MAX, required=False, allow_blank=True, default="")
+    instance_count = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_INSTANCES,
+        help_text="Instances to grant, fewer than asked for a partial approval; default: as asked.",
+    )
+    starts_on = serializers.DateField(
+        required=False, help_text="First day to grant, for a shorter window; default: as asked."
+    )
+    ends_on = serializers.DateField(
+        required=False, help_text="Last day to grant, inclusive, for a shorter window; default: as asked."
+    )
+    comment = serializers.CharField(
+        max_length=FREE_TEXT_MAX,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="A comment on the decision, for the organization; optional.",
+    )
 
 
 class CommentSerializer(api.Serializer):
-    comment = serializers.CharField(max_length=FREE_TEXT_MAX, allow_blank=False, trim_whitespace=True)
+    comment = serializers.CharField(
+        max_length=FREE_TEXT_MAX,
+        allow_blank=False,
+        trim_whitespace=True,
+        help_text="Why the request is rejected, for the organization.",
+    )
 
 
 class ReasonSerializer(api.Serializer):
-    reason = serializers.CharField(max_length=FREE_TEXT_MAX, allow_blank=False, trim_whitespace=True)
+    reason = serializers.CharField(
+        max_length=FREE_TEXT_MAX,
+        allow_blank=False,
+        trim_whitespace=True,
+        help_text="Why the allocation is revoked, for the organization.",
+    )
 
 
 class AllocationSerializer(api.ModelSerializer):
     organization = api.SlugRelatedField(slug_field="slug", read_only=True)
-    instance_type = serializers.CharField(source="pool.instance_type.api_name", read_only=True)
-    region = serializers.CharField(source="pool.region", read_only=True)
-    request = serializers.PrimaryKeyRelatedField(read_only=True)
-    revoked_by = api.SlugRelatedField(slug_field="username", read_only=True)
-    instance_hours = serializers.IntegerField(read_only=True)
+    instance_type = serializers.CharField(
+        source="pool.instance_type.api_name",
+        read_only=True,
+        help_text="The pool's EC2 instance type, e.g. p5.48xlarge.",
+    )
+    region = serializers.CharField(source="pool.region", read_only=True, help_text="AWS region of the pool.")
+    request = serializers.PrimaryKeyRelatedField(
+        read_only=True, help_text="Id of the capacity request the allocation was granted on; null when none."
+    )
+    revoked_by = api.SlugRelatedField(
+        slug_field="username",
+        read_only=True,
+        help_text="Username of the program manager who revoked the allocation; null unless revoked.",
+    )
+    instance_hours = serializers.IntegerField(
+        read_only=True, help_text="Instance-hours granted: instance_count × days × 24."
+    )
 
     class Meta:
         model = Allocation
@@ -252,11 +414,20 @@ class AllocationSerializer(api.ModelSerializer):
             "instance_hours", "status", "request", "created_at", "revoked_by", "revoked_at", "revoke_reason",
         ]  # fmt: skip
         read_only_fields = fields
+        extra_kwargs = {
+            "pool": {"help_text": "Id of the capacity pool the instances come from."},
+            "instance_count": {"help_text": "Instances granted."},
+            "starts_on": {"help_text": "First day of the allocation."},
+            "ends_on": {"help_text": "Last day of the allocation, inclusive."},
+            "status": {"help_text": "scheduled (not started yet), active, expired (past its last day) or revoked."},
+            "revoked_at": {"help_text": "When the allocation was revoked; null unless revoked."},
+            "revoke_reason": {"help_text": "Why the allocation was revoked; empty unless revoked."},
+        }
 
 
 class PoolWindowSerializer(serializers.Serializer):
-    start = serializers.DateField(required=False)
-    end = serializers.DateField(required=False)
+    start = serializers.DateField(required=False, help_text="First day of a window (with end): adds free capacity.")
+    end = serializers.DateField(required=False, help_text="Last day of the window, inclusive.")
 
     def validate(self, attrs):
         if ("start" in attrs) != ("end" in attrs):

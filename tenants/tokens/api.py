@@ -13,7 +13,9 @@ from tenants.tokens import services
 from tenants.tokens.models import ApiToken
 from tenants.tokens.serializers import ApiTokenSerializer, IssuedTokenSerializer, NewTokenSerializer
 
-_detail = inline_serializer("Detail", {"detail": serializers.CharField()})
+_detail = inline_serializer(
+    "Detail", {"detail": serializers.CharField(help_text="Why the request was refused, and for how long.")}
+)
 
 
 class LockedOut(exceptions.Throttled):

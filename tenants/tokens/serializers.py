@@ -8,9 +8,15 @@ from tenants.tokens.models import ApiToken
 
 class NewTokenSerializer(api.Serializer):
     # As long as a username can be (150): a longer one would not fit the failed-login record either.
-    username = serializers.CharField(trim_whitespace=False, max_length=150)
+    username = serializers.CharField(
+        trim_whitespace=False, max_length=150, help_text="Username of the account the token is for."
+    )
     password = serializers.CharField(
-        max_length=1024, trim_whitespace=False, style={"input_type": "password"}, write_only=True
+        max_length=1024,
+        trim_whitespace=False,
+        style={"input_type": "password"},
+        write_only=True,
+        help_text="That account's password.",
     )
     name = serializers.CharField(
         max_length=100,
@@ -43,6 +49,19 @@ class ApiTokenSerializer(api.ModelSerializer):
             "revoked_at",
         ]
         read_only_fields = fields
+        extra_kwargs = {
+            "name": {"help_text": "What the token is for, as named when it was created."},
+            "prefix": {
+                "help_text": "The key's first characters (fmp_ and 8 more), to tell tokens apart; the key itself is "
+                "never shown again."
+            },
+            "created_via": {"help_text": "page: made on the API tokens page; api: traded for username and password."},
+            "expires_at": {"help_text": "When the token stops working."},
+            "last_used_at": {
+                "help_text": "When the token last authenticated a request (to within a minute); null if never used."
+            },
+            "revoked_at": {"help_text": "When the token was revoked; null unless revoked."},
+        }
 
 
 class IssuedTokenSerializer(ApiTokenSerializer):

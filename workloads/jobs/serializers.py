@@ -41,7 +41,7 @@ class JobIngestResultSerializer(serializers.Serializer):
 
 class JobSerializer(api.ModelSerializer):
     organization = api.SlugRelatedField(slug_field="slug", read_only=True)
-    cluster_name = serializers.CharField(source="cluster.name", read_only=True)
+    cluster_name = serializers.CharField(source="cluster.name", read_only=True, help_text="Name of that cluster.")
     state_unknown = serializers.BooleanField(
         read_only=True,
         help_text="Last seen holding nodes, but its reporter went silent or a node it ran on is gone.",
@@ -79,3 +79,24 @@ class JobSerializer(api.ModelSerializer):
             "last_reported_at",
         ]
         read_only_fields = fields
+        extra_kwargs = {
+            "cluster": {"help_text": "Id of the cluster that ran the job."},
+            "job_id": {"help_text": "Slurm's job id as sacct prints it: 123, an array task 123_4, a part 123+1."},
+            "name": {"help_text": "The job's name in Slurm."},
+            "user": {"help_text": "The Slurm user who submitted the job."},
+            "account": {"help_text": "The Slurm account the job ran under; empty when none."},
+            "partition": {"help_text": "The Slurm partition the job ran in."},
+            "state": {"help_text": "Slurm's job state at the last report, e.g. RUNNING, COMPLETED, FAILED, CANCELLED."},
+            "cancelled_by_uid": {"help_text": "Unix uid of whoever cancelled the job; null unless cancelled."},
+            "submitted_at": {"help_text": "When the job was submitted; null when sacct does not say."},
+            "started_at": {"help_text": "When the job started; null before it starts."},
+            "ended_at": {"help_text": "When the job ended; null until it ends."},
+            "elapsed_seconds": {"help_text": "Seconds the job has run (sacct's ElapsedRaw), at the last report."},
+            "node_count": {"help_text": "Nodes allocated to the job."},
+            "node_list": {"help_text": "Slurm's host list of the job's nodes, e.g. ip-10-1-0-[1-4]."},
+            "accelerators": {"help_text": "Accelerators (GPUs or Neuron devices) allocated to the job, on all nodes."},
+            "accelerator_kind": {"help_text": "gpu or neuron; empty when the job has no accelerators."},
+            "accelerator_type": {"help_text": "The accelerator model Slurm names, e.g. h100; empty when not named."},
+            "first_reported_at": {"help_text": "When a report first listed the job."},
+            "last_reported_at": {"help_text": "When a report last listed the job."},
+        }

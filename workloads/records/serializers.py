@@ -14,12 +14,24 @@ from workloads.records.models import TOO_MANY_PARAMETERS, TOO_MANY_TOKENS, Workl
 
 
 class WorkloadChangeSerializer(api.ModelSerializer):
-    actor = api.SlugRelatedField(slug_field="username", read_only=True)
+    actor = api.SlugRelatedField(
+        slug_field="username", read_only=True, help_text="Username of the person who made the change."
+    )
 
     class Meta:
         model = WorkloadChange
         fields = ["id", "kind", "field", "old_value", "new_value", "actor", "changed_at"]
         read_only_fields = fields  # the history is written by the services, never through the API
+        extra_kwargs = {
+            "kind": {"help_text": "created: the workload was recorded; changed: one of its fields changed."},
+            "field": {"help_text": "The workload field that changed; empty for a creation."},
+            "old_value": {
+                "help_text": "The field's value before the change, as text (a choice's key; a related object's name "
+                "at the time); empty for a creation."
+            },
+            "new_value": {"help_text": "The field's value after the change; empty for a creation."},
+            "changed_at": {"help_text": "When the change was made."},
+        }
 
 
 class WorkloadSerializer(api.ModelSerializer):
@@ -28,9 +40,11 @@ class WorkloadSerializer(api.ModelSerializer):
         queryset=Allocation.objects.none(),  # narrowed to the caller's allocations in __init__
         required=False,
         allow_null=True,
-        help_text="Id of one of the organization's allocations.",
+        help_text="Id of the organization's allocation the workload runs on; null for none.",
     )
-    created_by = api.SlugRelatedField(slug_field="username", read_only=True)
+    created_by = api.SlugRelatedField(
+        slug_field="username", read_only=True, help_text="Username of the person who recorded the workload."
+    )
     world_size = serializers.IntegerField(read_only=True, help_text="Accelerators: tensor × pipeline × data parallel.")
 
     class Meta:
@@ -64,9 +78,45 @@ class WorkloadSerializer(api.ModelSerializer):
         # The model's check constraints are worded per field by Workload.clean() in the service.
         validators = []
         extra_kwargs = {
-            "parameter_count": {"error_messages": {"max_value": TOO_MANY_PARAMETERS}},
-            "active_parameter_count": {"error_messages": {"max_value": TOO_MANY_PARAMETERS}},
-            "target_tokens": {"error_messages": {"max_value": TOO_MANY_TOKENS}},
+            "name": {"help_text": "The workload's name, unique within its organization."},
+            "phase": {
+                "help_text": "What the run is: pretraining, continued_pretraining, sft (supervised fine-tuning), rl "
+                "(RL / post-training), evaluation or inference."
+            },
+            "status": {"help_text": "planned (default), running, paused, completed or abandoned."},
+            "model_name": {"help_text": "Name of the model trained; empty when not given."},
+            "architecture": {
+                "help_text": "dense (default), or moe (mixture of experts, which needs active_parameter_count)."
+            },
+            "parameter_count": {
+                "help_text": "Parameters of the model (not billions), e.g. 70000000000.",
+                "error_messages": {"max_value": TOO_MANY_PARAMETERS},
+            },
+            "active_parameter_count": {
+                "help_text": "Mixture-of-experts models only: parameters used per token; null for a dense model.",
+                "error_messages": {"max_value": TOO_MANY_PARAMETERS},
+            },
+            "target_tokens": {
+                "help_text": "Tokens the run is to train on; null when not given.",
+                "error_messages": {"max_value": TOO_MANY_TOKENS},
+            },
+            "framework": {"help_text": "The training framework."},
+            "tensor_parallel": {"help_text": "Tensor parallel degree: accelerators each layer is split across."},
+            "pipeline_parallel": {"help_text": "Pipeline parallel degree: stages the model's layers are split into."},
+            "data_parallel": {"help_text": "Data parallel degree: replicas of the model, each on its share of data."},
+            "expert_parallel": {
+                "help_text": "Expert parallel degree, within data parallelism: mixture-of-experts models only (1 for "
+                "dense)."
+            },
+            "cluster_type": {
+                "help_text": "What the workload runs on: ParallelCluster / Slurm, HyperPod / Slurm, HyperPod / EKS, "
+                "or EKS."
+            },
+            "storage": {
+                "help_text": "Where the workload keeps its data: FSx for Lustre with S3, FSx for OpenZFS, S3 only, or "
+                "instance NVMe for checkpoints."
+            },
+            "notes": {"help_text": "Free-text notes; empty when none."},
         }
 
     def __init__(self, *args, **kwargs):

@@ -16,14 +16,29 @@ from workloads.support.models import SupportCase
 
 
 class ActionItemSerializer(api.ModelSerializer):
-    meeting = serializers.PrimaryKeyRelatedField(queryset=ReviewMeeting.objects.all())
-    week = serializers.SerializerMethodField()
-    organization = api.SlugRelatedField(
-        slug_field="slug", queryset=Organization.objects.none(), required=False, allow_null=True
+    meeting = serializers.PrimaryKeyRelatedField(
+        queryset=ReviewMeeting.objects.all(), help_text="Id of the review meeting the item was raised at."
     )
-    owner = api.SlugRelatedField(slug_field="username", queryset=program_staff_users(), required=False, allow_null=True)
+    week = serializers.SerializerMethodField(help_text="ISO week of that meeting, e.g. 2027-W05.")
+    organization = api.SlugRelatedField(
+        slug_field="slug",
+        queryset=Organization.objects.none(),
+        required=False,
+        allow_null=True,
+        help_text="Slug of the organization the item is about; null for a program-wide item.",
+    )
+    owner = api.SlugRelatedField(
+        slug_field="username",
+        queryset=program_staff_users(),
+        required=False,
+        allow_null=True,
+        help_text="Username of the program staff member who owns the item; null when nobody does.",
+    )
     case = serializers.PrimaryKeyRelatedField(
-        queryset=SupportCase.objects.none(), required=False, allow_null=True, help_text="Link an existing case."
+        queryset=SupportCase.objects.none(),
+        required=False,
+        allow_null=True,
+        help_text="Id of the support case the item is linked to; null when none.",
     )
     new_case = serializers.DictField(
         child=serializers.CharField(allow_blank=True),
@@ -32,7 +47,11 @@ class ActionItemSerializer(api.ModelSerializer):
         allow_empty=False,
         help_text="Open a case for this item: {title, category, severity, description} in its organization.",
     )
-    done_by = api.SlugRelatedField(slug_field="username", read_only=True)
+    done_by = api.SlugRelatedField(
+        slug_field="username",
+        read_only=True,
+        help_text="Username of the person who marked the item done; null while open.",
+    )
     read_only_messages = {"status": _('A new item is open: mark it done afterwards with PATCH {"status": "done"}.')}
 
     class Meta:
@@ -53,6 +72,12 @@ class ActionItemSerializer(api.ModelSerializer):
             "created_at",
         ]
         read_only_fields = ["status", "done_at", "created_at"]
+        extra_kwargs = {
+            "text": {"help_text": "What is to be done."},
+            "due_on": {"help_text": "The day the item is due; null when it has no date."},
+            "status": {"help_text": "open or done; an open item carries forward to every later week until done."},
+            "done_at": {"help_text": "When the item was marked done; null while open."},
+        }
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -81,9 +106,17 @@ class IsoWeekField(serializers.Field):
 
 class ReviewMeetingSerializer(api.ModelSerializer):
     week = IsoWeekField(source="week_start", help_text="ISO week in the program's timezone, e.g. 2027-W05.")
-    attendees = api.SlugRelatedField(slug_field="username", many=True, queryset=program_staff_users(), required=False)
-    created_by = api.SlugRelatedField(slug_field="username", read_only=True)
-    action_items = ActionItemSerializer(many=True, read_only=True)
+    attendees = api.SlugRelatedField(
+        slug_field="username",
+        many=True,
+        queryset=program_staff_users(),
+        required=False,
+        help_text="Usernames of the program staff who attended.",
+    )
+    created_by = api.SlugRelatedField(
+        slug_field="username", read_only=True, help_text="Username of the person who recorded the meeting."
+    )
+    action_items = ActionItemSerializer(many=True, read_only=True, help_text="The action items raised at the meeting.")
 
     class Meta:
         model = ReviewMeeting
@@ -100,9 +133,16 @@ class ReviewMeetingSerializer(api.ModelSerializer):
             "updated_at",
         ]
         read_only_fields = ["week_start", "created_at", "updated_at"]
+        extra_kwargs = {
+            "week_start": {"help_text": "The Monday of the meeting's week."},
+            "other_attendees": {"help_text": "Anyone else who attended, as free text; empty when nobody."},
+            "minutes": {"help_text": "The meeting's minutes, free text."},
+        }
 
 
 class ActionItemStatusSerializer(api.Serializer):
     """The one change an action item takes after it exists."""
 
-    status = serializers.ChoiceField(choices=ActionItem.Status.choices)
+    status = serializers.ChoiceField(
+        choices=ActionItem.Status.choices, help_text="The item's new status: done, or open to reopen it."
+    )

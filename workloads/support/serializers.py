@@ -18,7 +18,12 @@ from workloads.support.models import CaseEvent, SupportCase
 
 
 class CaseEventSerializer(api.ModelSerializer):
-    actor = api.SlugRelatedField(slug_field="username", read_only=True)
+    actor = api.SlugRelatedField(
+        slug_field="username",
+        read_only=True,
+        help_text="Username of the person who made the entry; null when the portal did (a health incident, a "
+        "failed validation).",
+    )
     internal = serializers.BooleanField(
         default=False, help_text="Program staff only: an internal note, never shown or mailed to the tenant."
     )
@@ -27,7 +32,24 @@ class CaseEventSerializer(api.ModelSerializer):
         model = CaseEvent
         fields = ["id", "kind", "internal", "body", "old_value", "new_value", "actor", "created_at"]
         read_only_fields = ["kind", "old_value", "new_value", "created_at"]
-        extra_kwargs = {"body": {"required": True, "allow_blank": False}}
+        extra_kwargs = {
+            "kind": {
+                "help_text": "What happened: opened, comment, status, assignee or severity (a change of it), or linked "
+                "(a workload, cluster or node linked)."
+            },
+            "body": {
+                "required": True,
+                "allow_blank": False,
+                "help_text": "The text of a comment or note (the case's description for an opened entry); empty for a "
+                "change.",
+            },
+            "old_value": {
+                "help_text": "For a change or link: the value before (a status or severity key, a username, a name); "
+                "empty otherwise."
+            },
+            "new_value": {"help_text": "For a change or link: the value after; empty otherwise."},
+            "created_at": {"help_text": "When the entry was made."},
+        }
 
 
 class NodeField(serializers.CharField):
@@ -52,26 +74,39 @@ class NodeField(serializers.CharField):
 class SupportCaseSerializer(api.ModelSerializer):
     organization = OrganizationSlugField()
     workload = serializers.PrimaryKeyRelatedField(
-        queryset=Workload.objects.none(), required=False, allow_null=True, help_text="Id of a workload of the org."
+        queryset=Workload.objects.none(),
+        required=False,
+        allow_null=True,
+        help_text="Id of a workload of the org the case is about; null for none.",
     )
     assignee = api.SlugRelatedField(
         slug_field="username",
         queryset=program_staff_users(),
         required=False,
         allow_null=True,
-        help_text="Username of a program staff member (staff only; defaults to the org's lead support engineer).",
+        help_text="Username of the program staff member the case is assigned to (staff set it; defaults to the "
+        "org's lead support engineer); null when unassigned.",
     )
-    opened_by = api.SlugRelatedField(slug_field="username", read_only=True)
+    opened_by = api.SlugRelatedField(
+        slug_field="username",
+        read_only=True,
+        help_text="Username of the person who opened the case; null when the portal opened it (a health incident, "
+        "a failed validation).",
+    )
     cluster = serializers.PrimaryKeyRelatedField(
         queryset=Cluster.objects.none(),
         required=False,
         allow_null=True,
         help_text="Id of a cluster of the org the case is about (the portal sets it on the cases it opens for an "
-        "incident).",
+        "incident); null for none.",
     )
     node = NodeField(required=False)
-    time_to_first_response = serializers.SerializerMethodField(help_text="Seconds; null before the first reply.")
-    time_open = serializers.SerializerMethodField(help_text="Seconds open, until resolved or closed.")
+    time_to_first_response = serializers.SerializerMethodField(
+        help_text="Seconds from opening to program staff's first reply; null before it."
+    )
+    time_open = serializers.SerializerMethodField(
+        help_text="Seconds the case has been open: until resolved or closed, else until now."
+    )
     read_only_messages = {"status": _("A new case is open: change its status afterwards with PATCH.")}
 
     class Meta:
@@ -97,6 +132,34 @@ class SupportCaseSerializer(api.ModelSerializer):
             "time_open",
         ]
         read_only_fields = ["status", "created_at", "updated_at", "first_response_at", "resolved_at"]
+        extra_kwargs = {
+            "title": {"help_text": "What the case is about, in one line."},
+            "description": {"help_text": "The problem in full, as the case was opened with it."},
+            "category": {
+                "help_text": "The area of the problem: capacity, networking (NCCL / EFA), storage, node_health, "
+                "quota, framework, account or other."
+            },
+            "severity": {
+                "help_text": "s1 critical (training stopped), s2 high (training degraded), s3 normal (default) or s4 "
+                "low (a question)."
+            },
+            "status": {
+                "help_text": "open (a new case), in_progress, waiting_on_tenant, resolved or closed; change it with "
+                "PATCH."
+            },
+            "created_at": {"help_text": "When the case was opened."},
+            "updated_at": {
+                "help_text": "When the case last changed in a way its organization can see (internal notes do not "
+                "count)."
+            },
+            "first_response_at": {
+                "help_text": "When program staff first replied where the tenant can read it; null before that, and "
+                "for a case staff opened."
+            },
+            "resolved_at": {
+                "help_text": "When the case was resolved or closed; null while it is active (reopening clears it)."
+            },
+        }
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -123,7 +186,11 @@ class CaseChangeSerializer(api.Serializer):
         required=False,
         help_text="Tenants: resolved, closed, or open to reopen a resolved or closed case. Staff: any.",
     )
-    severity = serializers.ChoiceField(choices=SupportCase.Severity.choices, required=False)
+    severity = serializers.ChoiceField(
+        choices=SupportCase.Severity.choices,
+        required=False,
+        help_text="The new severity: s1 critical, s2 high, s3 normal or s4 low.",
+    )
     assignee = api.SlugRelatedField(
         slug_field="username",
         queryset=program_staff_users(),
@@ -132,7 +199,10 @@ class CaseChangeSerializer(api.Serializer):
         help_text="Program staff only: username of a staff member, or null.",
     )
     workload = serializers.PrimaryKeyRelatedField(
-        queryset=Workload.objects.none(), required=False, allow_null=True, help_text="Id of a workload of the org."
+        queryset=Workload.objects.none(),
+        required=False,
+        allow_null=True,
+        help_text="Id of a workload of the org the case is about; null for none.",
     )
     cluster = serializers.PrimaryKeyRelatedField(
         queryset=Cluster.objects.none(),
@@ -155,7 +225,9 @@ class CaseChangeSerializer(api.Serializer):
 class SupportCaseDetailSerializer(SupportCaseSerializer):
     """The detail adds the case's history: for a tenant without internal entries (the view filters them)."""
 
-    events = serializers.SerializerMethodField()
+    events = serializers.SerializerMethodField(
+        help_text="The case's history, oldest first; a tenant does not see internal notes."
+    )
 
     class Meta(SupportCaseSerializer.Meta):
         fields = [*SupportCaseSerializer.Meta.fields, "events"]

@@ -24,8 +24,10 @@ class UsageQuerySerializer(serializers.Serializer):
     instance_type = api.SlugRelatedField(
         slug_field="api_name", queryset=InstanceType.objects.all(), required=False, help_text="e.g. p5.48xlarge"
     )
-    region = serializers.ChoiceField(choices=Region.choices, required=False)
-    granularity = serializers.ChoiceField(choices=GRANULARITIES, default="day")
+    region = serializers.ChoiceField(choices=Region.choices, required=False, help_text="Only this AWS region.")
+    granularity = serializers.ChoiceField(
+        choices=GRANULARITIES, default="day", help_text="The period of each row: day (default), week or month."
+    )
     start = serializers.DateField(required=False, help_text="First day (program time); default: 30 days ago.")
     end = serializers.DateField(required=False, help_text="Last day, inclusive; default: today.")
 
@@ -40,44 +42,102 @@ class UsageQuerySerializer(serializers.Serializer):
 
 
 class UsageRowSerializer(api.Serializer):
-    organization = serializers.CharField(read_only=True, help_text="Organization slug.")
-    instance_type = serializers.CharField(read_only=True)
-    region = serializers.CharField(read_only=True)
-    granularity = serializers.CharField(read_only=True)
+    organization = serializers.CharField(read_only=True, help_text="Slug of the organization the row counts.")
+    instance_type = serializers.CharField(read_only=True, help_text="EC2 instance type of the pool, e.g. p5.48xlarge.")
+    region = serializers.CharField(read_only=True, help_text="AWS region of the pool.")
+    granularity = serializers.CharField(read_only=True, help_text="The period the row covers: day, week or month.")
     period_start = serializers.DateField(
         read_only=True, help_text="The day, or the first day of the week (Monday) or month."
     )
     period_end = serializers.DateField(read_only=True, help_text="The last day covered, inclusive.")
-    allocated_instance_hours = serializers.DecimalField(read_only=True, max_digits=20, decimal_places=1)
-    running_instance_hours = serializers.DecimalField(read_only=True, max_digits=20, decimal_places=1)
+    allocated_instance_hours = serializers.DecimalField(
+        read_only=True,
+        max_digits=20,
+        decimal_places=1,
+        help_text="Instance-hours the organization's allocations of the pool held in the period.",
+    )
+    running_instance_hours = serializers.DecimalField(
+        read_only=True,
+        max_digits=20,
+        decimal_places=1,
+        help_text="Instance-hours the organization's nodes of the pool's type and region ran in the period.",
+    )
     utilization_percent = serializers.DecimalField(
         read_only=True,
         max_digits=7,
         decimal_places=1,
         allow_null=True,
-        help_text="Running ÷ allocated; null when nothing allocated.",
+        help_text="Running ÷ allocated instance-hours, in percent; null when nothing was allocated.",
     )
-    allocated_accelerator_hours = serializers.DecimalField(read_only=True, max_digits=20, decimal_places=1)
-    running_accelerator_hours = serializers.DecimalField(read_only=True, max_digits=20, decimal_places=1)
+    allocated_accelerator_hours = serializers.DecimalField(
+        read_only=True,
+        max_digits=20,
+        decimal_places=1,
+        help_text="allocated_instance_hours × accelerators per instance.",
+    )
+    running_accelerator_hours = serializers.DecimalField(
+        read_only=True,
+        max_digits=20,
+        decimal_places=1,
+        help_text="running_instance_hours × accelerators per instance.",
+    )
     busy_accelerator_hours = serializers.DecimalField(
         read_only=True,
         max_digits=20,
         decimal_places=1,
         allow_null=True,
-        help_text="From scheduler jobs; null until reported.",
+        help_text="Accelerator-hours scheduler jobs held (never more than running); null when the organization's "
+        "clusters never reported a job.",
     )
-    allocated_cost_usd = serializers.DecimalField(read_only=True, max_digits=20, decimal_places=2)
-    running_cost_usd = serializers.DecimalField(read_only=True, max_digits=20, decimal_places=2)
-    idle_cost_usd = serializers.DecimalField(read_only=True, max_digits=20, decimal_places=2)
+    allocated_cost_usd = serializers.DecimalField(
+        read_only=True,
+        max_digits=20,
+        decimal_places=2,
+        help_text="The allocated instance-hours at the rate card's prices, in USD.",
+    )
+    running_cost_usd = serializers.DecimalField(
+        read_only=True,
+        max_digits=20,
+        decimal_places=2,
+        help_text="The running instance-hours at the rate card's prices, in USD.",
+    )
+    idle_cost_usd = serializers.DecimalField(
+        read_only=True,
+        max_digits=20,
+        decimal_places=2,
+        help_text="Allocated less running cost (never below 0), in USD.",
+    )
 
 
 class RateCardEntrySerializer(api.ModelSerializer):
-    instance_type = api.SlugRelatedField(slug_field="api_name", queryset=InstanceType.objects.all())
-    created_by = api.SlugRelatedField(slug_field="username", read_only=True)
+    instance_type = api.SlugRelatedField(
+        slug_field="api_name",
+        queryset=InstanceType.objects.all(),
+        help_text="The EC2 instance type the rate is for, e.g. p5.48xlarge.",
+    )
+    created_by = api.SlugRelatedField(
+        slug_field="username",
+        read_only=True,
+        help_text="Username of the program manager who added the entry; null when none is recorded (an entry "
+        "loaded by a command).",
+    )
 
     class Meta:
         model = RateCardEntry
         fields = ["id", "instance_type", "region", "kind", "usd_per_hour", "effective_from", "note", "created_by",
                   "created_at"]  # fmt: skip
         read_only_fields = ["created_by", "created_at"]
+        extra_kwargs = {
+            "region": {"help_text": "AWS region the rate is for."},
+            "kind": {
+                "help_text": "negotiated, reserved (capacity block / reservation) or on_demand (list price); where "
+                "kinds overlap, negotiated beats reserved beats on_demand."
+            },
+            "usd_per_hour": {"help_text": "Price of one instance-hour, in USD."},
+            "effective_from": {
+                "help_text": "First day the rate applies; it applies until the next entry of the same type, region "
+                "and kind."
+            },
+            "note": {"help_text": "Where the rate comes from (a contract, a reservation…); empty when none."},
+        }
         validators = []  # the service words the duplicate-day rule per field
