@@ -95,10 +95,14 @@ class ValueScale:
         return round(self.frame.top + self.frame.plot_h * (1 - value / self.maximum), 2)
 
     def ticks(self, *, marks: tuple[float, ...] = (), count: int = 6) -> list[dict]:
-        """Round ticks (multiples of 10 or more, about `count` of them) plus the `marks` (e.g. a capacity line);
-        a round tick too close to a mark gives way to it so labels never overlap."""
+        """Round ticks (multiples of 10 or more, about `count` of them) plus the `marks` (e.g. a capacity line),
+        no two labels closer than a label's height: a mark gives way to an earlier mark (allocatable 62 and a total
+        of 64 would print one over the other), a round tick to any mark."""
         top = int(self.maximum)
         step = max(10, round(top / count, -1))
         room = self.maximum * 0.06
-        values = {t for t in range(0, top + 1, int(step)) if all(abs(t - m) > room for m in marks)} | set(marks)
-        return [{"y": self.y(v), "label": v} for v in sorted(values) if v <= self.maximum]
+        kept: list[float] = []
+        for value in [*marks, *range(0, top + 1, int(step))]:
+            if value <= self.maximum and all(abs(value - other) > room for other in kept):
+                kept.append(value)
+        return [{"y": self.y(v), "label": v} for v in sorted(kept)]

@@ -22,3 +22,13 @@ function release(form) {
   delete form.dataset.submitting;
   form.removeAttribute("aria-busy");
 }
+
+// The person's menu closes when a click lands elsewhere or Escape is pressed, as menus do.
+document.addEventListener("click", (event) => {
+  document.querySelectorAll("details.user-menu[open]").forEach((menu) => {
+    if (!menu.contains(event.target)) menu.open = false;
+  });
+});
+document.addEventListener("keydown", (event) => {
+  if (event.key === "Escape") document.querySelectorAll("details.user-menu[open]").forEach((menu) => (menu.open = false));
+});

@@ -99,6 +99,12 @@ class Estimate:
         return self.fits_window and self.fits_memory
 
     @property
+    def instances_for_window(self) -> int:
+        """The fewest instances that finish the run inside the window (and hold its training state)."""
+        hours = self.window_days * 24
+        return max(math.ceil(self.instance_hours / hours - 1e-9), self.min_instances_for_state, 1)
+
+    @property
     def flops_exponent(self) -> int:
         return math.floor(math.log10(self.training_flops))
 

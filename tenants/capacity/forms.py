@@ -4,10 +4,10 @@ people type; tenants.capacity's services decide what is allowed."""
 from decimal import Decimal
 
 from django import forms
-from django.utils.functional import lazy
 from django.utils.translation import gettext_lazy as _
 
 from portal.forms import DateInput
+from portal.periods import today
 from tenants.capacity.estimate import MAX_INSTANCES, MAX_PARAMETERS, MAX_TOKENS
 from tenants.models import FREE_TEXT_MAX, Allocation, CapacityPool, CapacityRequest, Framework, InstanceType, Region
 
@@ -19,22 +19,39 @@ def in_billions(count: int | None) -> str | None:
     return None if count is None else format((Decimal(count) / BILLION).normalize(), "f")
 
 
-def _pools_offered() -> str:
-    pools = CapacityPool.objects.order_by("instance_type__api_name", "region")
-    offered = ", ".join(f"{t} ({r})" for t, r in pools.values_list("instance_type__api_name", "region").distinct())
-    return _("The program's pools: %(pools)s.") % {"pools": offered or "—"}
+POOL_SEPARATOR = "/"
+
+
+def pool_value(instance_type, region: str) -> str:
+    """A pool choice's value: the instance type's API name and the region ("p5.48xlarge/us-east-1")."""
+    return f"{getattr(instance_type, 'api_name', instance_type)}{POOL_SEPARATOR}{region}"
+
+
+def pool_choices() -> list[tuple[str, str]]:
+    """The instance types and regions the program has a pool of that is open today or later: only these can be
+    asked for (Trn1 in Tokyo is not offered because no pool holds it)."""
+    kind = ("instance_type__api_name", "instance_type__accelerator", "instance_type__accelerators_per_instance")
+    pools = (
+        CapacityPool.objects.filter(ends_on__gte=today())
+        .values_list(*kind, "region")
+        .order_by("instance_type__api_name", "region")
+        .distinct()
+    )
+    regions = dict(Region.choices)
+    return [
+        (pool_value(api_name, region), f"{api_name} · {region} — {regions.get(region, region)}, {per} × {accelerator}")
+        for api_name, accelerator, per, region in pools
+    ]
 
 
 class CapacityRequestForm(forms.Form):
     """What a tenant asks for. Sizes are entered in billions, as people talk about them."""
 
-    instance_type = forms.ModelChoiceField(
-        label=_("Instance type"),
-        queryset=InstanceType.objects.filter(pools__isnull=False).distinct().order_by("api_name"),
-        to_field_name="api_name",
-        empty_label=None,
+    pool = forms.ChoiceField(
+        label=_("Pool"),
+        help_text=_("An instance type in a region the program has a pool of."),
+        error_messages={"invalid_choice": _("The program has no pool of %(value)s: choose one of its pools.")},
     )
-    region = forms.ChoiceField(label=_("Region"), choices=Region.choices)
     instance_count = forms.IntegerField(label=_("Instances"), min_value=1, max_value=MAX_INSTANCES, initial=8)
     starts_on = forms.DateField(label=_("First day"), widget=DateInput)
     ends_on = forms.DateField(label=_("Last day"), widget=DateInput)
@@ -73,7 +90,16 @@ class CapacityRequestForm(forms.Form):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["region"].help_text = lazy(_pools_offered, str)()  # read only if the field is shown
+        if "pool" in self.fields:
+            self.fields["pool"].choices = pool_choices()
+
+    def clean_pool(self) -> str:
+        """The chosen pool's instance type and region, as the request is planned with them."""
+        value = self.cleaned_data["pool"]
+        api_name, _sep, region = value.partition(POOL_SEPARATOR)
+        self.cleaned_data["instance_type"] = InstanceType.objects.get(api_name=api_name)
+        self.cleaned_data["region"] = region
+        return value
 
     def clean(self):
         data = super().clean()
@@ -103,7 +129,7 @@ class ChangeRequestForm(CapacityRequestForm):
     def __init__(self, *args, allocation: Allocation, **kwargs):
         super().__init__(*args, **kwargs)
         self.allocation = allocation
-        del self.fields["instance_type"], self.fields["region"]
+        del self.fields["pool"]
         self.fields["instance_count"].help_text = _(
             "Extension: instances from the day after the allocation ends. Enlargement: additional instances "
             "inside its window."

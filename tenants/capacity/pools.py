@@ -121,6 +121,16 @@ def headroom(pool: CapacityPool, *, starts_on: date, ends_on: date) -> PoolHeadr
     return pool_headroom(pool, by_day, starts_on=starts_on, ends_on=ends_on)
 
 
+def pool_free(instance_type: InstanceType, region: str, *, starts_on: date, ends_on: date) -> PoolHeadroom | None:
+    """The free capacity, over a window, of the pool a request for this type and region would go to (the one
+    find_pool picks); None when no pool covers the window (the request form says why when it is sent)."""
+    try:
+        pool = find_pool(instance_type=instance_type, region=region, starts_on=starts_on, ends_on=ends_on)
+    except ValidationError:
+        return None
+    return headroom(pool, starts_on=starts_on, ends_on=ends_on)
+
+
 def check_pool_change(*, pool: CapacityPool, total_instances: int, spare_instances: int, starts_on: date,
                       ends_on: date) -> None:  # fmt: skip
     """A pool may shrink only while its allocations still fit: the invariant holds for pool edits too."""

@@ -18,8 +18,8 @@ from portal.pages import id_param, paginate, render_page
 from portal.periods import today
 from tenants.access import get_org_access_or_404
 from tenants.capacity.allocations import allocation_rows
-from tenants.capacity.forms import CapacityRequestForm, ChangeRequestForm, in_billions
-from tenants.capacity.pools import estimate_for, request_estimate
+from tenants.capacity.forms import CapacityRequestForm, ChangeRequestForm, in_billions, pool_value
+from tenants.capacity.pools import estimate_for, pool_free, request_estimate
 from tenants.capacity.requests import (
     Plan,
     create_request,
@@ -28,11 +28,17 @@ from tenants.capacity.requests import (
     submit_request,
     withdraw_request,
 )
-from tenants.models import Allocation, AuditEvent, CapacityRequest, Program, Region
+from tenants.models import Allocation, AuditEvent, CapacityRequest, Program
 
 PAGE_SIZE = 25
 # Service field names → the form fields that show their errors (None: at the top of the form).
-FORM_FIELD = {"parameter_count": "parameters_b", "training_tokens": "tokens_b", "base_allocation": None}
+FORM_FIELD = {
+    "parameter_count": "parameters_b",
+    "training_tokens": "tokens_b",
+    "base_allocation": None,
+    "instance_type": "pool",
+    "region": "pool",
+}
 
 
 @login_required
@@ -59,9 +65,7 @@ def capacity(request, org_slug: str):
     return render_page(request, "tenants/capacity.html", context, fragment="request-rows")
 
 
-ESTIMATE_FIELDS = {
-    "instance_type", "region", "instance_count", "starts_on", "ends_on", "parameters_b", "tokens_b", "expected_mfu",
-}  # fmt: skip
+ESTIMATE_FIELDS = {"pool", "instance_count", "starts_on", "ends_on", "parameters_b", "tokens_b", "expected_mfu"}
 
 
 def _estimate_context(form, *, instance_type=None, region=None) -> dict:
@@ -71,11 +75,12 @@ def _estimate_context(form, *, instance_type=None, region=None) -> dict:
     region = region or data.get("region")
     needed = ("instance_count", "starts_on", "ends_on")
     # Say what stands in the way: as the tenant types, this panel is the only part of the page that updates.
-    # Any invalid input blocks it (an out-of-range utilization must not be estimated at the default).
+    # Any invalid input blocks it (an out-of-range utilization must not be estimated at the default); a field
+    # not filled in yet is no error here, only what the estimate still waits for.
     problems = [
         f"{form.fields[name].label}: {errors[0]}"
         for name, errors in form.errors.items()
-        if name in form.fields and name in ESTIMATE_FIELDS
+        if name in form.fields and name in ESTIMATE_FIELDS and str(form.data.get(name, "")).strip()
     ]
     if problems or not (form.parameter_count and instance_type and region and all(data.get(k) for k in needed)):
         return {"estimate": None, "estimate_problems": problems}
@@ -90,7 +95,8 @@ def _estimate_context(form, *, instance_type=None, region=None) -> dict:
         ends_on=data["ends_on"],
         mfu=data.get("expected_mfu"),
     )
-    return {"estimate": result, "estimate_type": instance_type, "program": Program.objects.first()}
+    free = pool_free(instance_type, region, starts_on=data["starts_on"], ends_on=data["ends_on"])
+    return {"estimate": result, "estimate_type": instance_type, "program": Program.objects.first(), "free": free}
 
 
 @login_required
@@ -106,7 +112,7 @@ def capacity_request_new(request, org_slug: str):
         base = get_object_or_404(
             Allocation.objects.for_org(org).select_related("pool__instance_type"), pk=allocation_id
         )
-    initial = {"region": Region.US_EAST_1}
+    initial = {}
     if base and request.GET.get("kind") == CapacityRequest.Kind.ENLARGEMENT:
         initial |= {
             "instance_count": 1,
@@ -201,8 +207,7 @@ def _plan(form, base: Allocation | None, *, default_kind: str) -> Plan:
 
 def _draft_initial(draft: CapacityRequest) -> dict:
     return {
-        "instance_type": draft.pool.instance_type,
-        "region": draft.pool.region,
+        "pool": pool_value(draft.pool.instance_type, draft.pool.region),
         "kind": draft.kind,
         "instance_count": draft.instance_count,
         "starts_on": draft.starts_on,

@@ -25,8 +25,9 @@ def test_request_estimate_partial_approval_allocation(page, live_server, screens
     log_in(page, live_server, "tenant1")
     page.get_by_role("link", name="Capacity", exact=True).click()
     page.get_by_role("link", name="Request capacity").click()
-    page.get_by_label("Instance type").select_option("p5.48xlarge")
-    page.get_by_label("Region").select_option("us-east-1")
+    console = []  # typing must log nothing: no aborted htmx requests (issue 16 item 9)
+    page.on("console", lambda message: console.append(message.text) if message.type in ("error", "warning") else None)
+    page.get_by_label("Pool").select_option("p5.48xlarge/us-east-1")
     page.get_by_label("Instances").fill("4")
     page.get_by_label("First day").fill(first.isoformat())
     page.get_by_label("Last day").fill(last.isoformat())
@@ -37,6 +38,8 @@ def test_request_estimate_partial_approval_allocation(page, live_server, screens
     estimate = page.locator("#estimate")
     estimate.locator("dt", has_text="Accelerator-hours").wait_for(timeout=30_000)  # a loaded CI box is slow
     assert "Fits: about" in estimate.inner_text()  # 4.8e22 FLOPs on 4 P5: ~35 days of a 60-day window
+    assert "2 instances are free in this pool" in estimate.inner_text()  # asking 4 of the 2 left: said at once
+    assert console == []
     screenshot("capacity-1-request-form-with-estimate")
     page.get_by_role("button", name="Submit for review").click()
     page.get_by_text("submitted for review").wait_for()

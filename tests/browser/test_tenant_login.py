@@ -43,6 +43,7 @@ def test_manager_sees_twelve_orgs_and_switches_to_japanese(page, live_server, sc
     assert page.locator("table").nth(1).locator("tbody tr").count() == 12
     screenshot("manager-program-overview")
 
+    page.locator("details.user-menu summary").click()  # the language is in the person's menu
     with page.expect_navigation():
         page.get_by_label("Language").select_option("ja")
     assert page.get_by_role("heading", name="キャパシティプール").is_visible()

@@ -129,7 +129,7 @@ def test_the_edit_form_is_prefilled_with_the_draft_and_its_estimate(member_clien
 def test_saving_the_edit_form(member_client, draft, org, pool):
     url = reverse("capacity-request-edit", args=[org.slug, draft.pk])
     form = {
-        "instance_type": "p5.48xlarge", "region": "us-east-1", "instance_count": "12", "starts_on": "2027-01-01",
+        "pool": "p5.48xlarge/us-east-1", "instance_count": "12", "starts_on": "2027-01-01",
         "ends_on": "2027-01-31", "justification": "Pre-training a 7B model.", "parameters_b": "8",
         "expected_mfu": "0.40", "draft": "1",
     }  # fmt: skip
@@ -144,8 +144,8 @@ def test_saving_the_edit_form(member_client, draft, org, pool):
     assert response.status_code == 200
     assert "Ensure this value is greater than or equal to 1." in response.text
     CapacityPoolFactory(program=pool.program, instance_type=instance_type("trn1.32xlarge"), total_instances=24)
-    response = member_client.post(url, form | {"region": "ap-northeast-1", "instance_type": "trn1.32xlarge"})
-    assert "trn1.32xlarge is not offered in ap-northeast-1." in response.text
+    response = member_client.post(url, form | {"pool": "trn1.32xlarge/ap-northeast-1"})
+    assert "The program has no pool of trn1.32xlarge/ap-northeast-1" in response.text
     draft.refresh_from_db()
     assert draft.instance_count == 12
 

@@ -25,8 +25,7 @@ def pool(db):
 
 
 FORM = {
-    "instance_type": "p5.48xlarge",
-    "region": "us-east-1",
+    "pool": "p5.48xlarge/us-east-1",
     "instance_count": "16",
     "starts_on": "2027-01-01",
     "ends_on": "2027-02-28",
@@ -77,8 +76,8 @@ def test_saving_a_draft(member_client, org, pool):
         ({"instance_count": "0"}, "Ensure this value is greater than or equal to 1."),
         ({"ends_on": "2026-12-31"}, "The last day must not be before the first day."),
         (
-            {"region": "ap-northeast-1", "instance_type": "trn1.32xlarge"},
-            "trn1.32xlarge is not offered in ap-northeast-1.",
+            {"pool": "trn1.32xlarge/ap-northeast-1"},  # a crafted post: the form offers only the program's pools
+            "The program has no pool of trn1.32xlarge/ap-northeast-1: choose one of its pools.",
         ),
         ({"instance_count": "126"}, "has 125 allocatable instances in all"),
         ({"starts_on": "2026-12-10"}, "choose dates inside that window"),
@@ -102,11 +101,11 @@ def test_live_estimate_partial(member_client, org, pool):
     assert response.text.lstrip().startswith('<aside class="card estimate" id="estimate"')
     assert "<html" not in response.text
     assert "Fits: about" in response.text
-    assert "140.0 billion" in response.text  # 20 tokens per parameter
+    assert "<dd>140 billion" in response.text  # 20 tokens per parameter
 
 
 def test_live_estimate_says_what_is_missing(member_client, org, pool):
-    response = member_client.post(reverse("capacity-estimate", args=[org.slug]), {"instance_type": "p5.48xlarge"})
+    response = member_client.post(reverse("capacity-estimate", args=[org.slug]), {"pool": "p5.48xlarge/us-east-1"})
     assert "Enter the parameter count" in response.text
 
 
@@ -442,10 +441,57 @@ def test_live_estimate_says_why_it_cannot_estimate(member_client, org, pool):
     assert "Last day: The last day must not be before the first day." in response.text
 
 
-def test_the_form_offers_only_instance_types_the_program_has_pools_of(member_client, org, pool):
+def test_the_form_offers_only_the_pools_the_program_has(member_client, org, pool):
+    """Issue 16 item 9: a type and region without a pool (Trn1 in Tokyo) cannot be chosen at all."""
+    CapacityPoolFactory(program=pool.program, instance_type=instance_type("trn1.32xlarge"), total_instances=24)
     page = member_client.get(reverse("capacity-request-new", args=[org.slug])).text
-    assert '<option value="p5.48xlarge"' in page and '<option value="p5en.48xlarge"' not in page
-    assert "The program&#x27;s pools: p5.48xlarge (us-east-1)." in page
+
+    offered = re.findall(r'<option value="([^"]+/[^"]+)"', page)
+    assert offered == ["p5.48xlarge/us-east-1", "trn1.32xlarge/us-east-1"]
+    assert "p5.48xlarge · us-east-1 — US East (N. Virginia), 8 × NVIDIA H100 80 GB" in page
+
+
+def test_a_finished_pool_is_not_offered(member_client, org, pool):
+    CapacityPoolFactory(
+        program=pool.program, region="ap-northeast-1", starts_on=date(2025, 1, 1), ends_on=date(2025, 6, 30)
+    )
+    page = member_client.get(reverse("capacity-request-new", args=[org.slug])).text
+    assert "p5.48xlarge/ap-northeast-1" not in page
+
+
+def test_the_estimate_says_how_many_instances_would_finish_in_time(member_client, org, pool):
+    response = member_client.post(
+        reverse("capacity-estimate", args=[org.slug]),
+        {**FORM, "parameters_b": "70", "tokens_b": "15000", "instance_count": "4"},
+    )
+    # 6 × 70e9 × 15e12 FLOPs at 40 % of 989 TFLOPS: 4,423,200 instance-hours... over 59 days (1,416 h).
+    needed = re.search(r"(\S+) instances would finish in time", response.text).group(1)
+    assert int(needed.replace(",", "")) > 4
+
+
+def test_the_estimate_shows_the_pools_free_capacity_over_the_window(member_client, org, pool):
+    AllocationFactory(pool=pool, instance_count=120, starts_on=date(2027, 2, 1), ends_on=date(2027, 2, 10))
+    response = member_client.post(reverse("capacity-estimate", args=[org.slug]), FORM, HTTP_HX_REQUEST="true")
+    assert "Only 5 instances are free in this pool on 2027-02-01, its busiest day in your window." in response.text
+
+    calm = member_client.post(
+        reverse("capacity-estimate", args=[org.slug]), {**FORM, "instance_count": "4"}, HTTP_HX_REQUEST="true"
+    )
+    assert "5 instances are free in this pool over your whole window." in calm.text
+
+
+def test_the_estimate_names_no_error_for_a_field_not_filled_in_yet(member_client, org, pool):
+    response = member_client.post(
+        reverse("capacity-estimate", args=[org.slug]),
+        {**FORM, "starts_on": "", "ends_on": ""},
+        HTTP_HX_REQUEST="true",
+    )
+    assert "This field is required" not in response.text and "First day" not in response.text
+    assert "Enter the parameter count" in response.text
+    typo = member_client.post(
+        reverse("capacity-estimate", args=[org.slug]), {**FORM, "starts_on": "2027-13-01"}, HTTP_HX_REQUEST="true"
+    )
+    assert "First day: Enter a valid date." in typo.text  # what the person typed wrong is said at once
 
 
 def test_a_manager_can_open_the_cluster_form_from_an_active_allocation(manager_client, support_client, pool, org):

@@ -56,6 +56,18 @@ def test_plan_that_does_not_fit_the_window():
     assert e.fits_window and e.fits
 
 
+def test_a_plan_that_does_not_fit_says_how_many_instances_would():
+    # 8,426 instance-h in a 31-day window (744 h): 11.33 → 12 instances finish in time, 11 do not.
+    e = estimate(parameters=8 * 10**9, tokens=2 * 10**12, hardware=H100, instance_count=1, **JAN)
+    assert e.instances_for_window == 12
+    assert not estimate(parameters=8 * 10**9, tokens=2 * 10**12, hardware=H100, instance_count=11, **JAN).fits
+    assert estimate(parameters=8 * 10**9, tokens=2 * 10**12, hardware=H100, instance_count=12, **JAN).fits
+    # A tiny run is bounded below by its training state: 70B needs 2 P5 to hold it whatever the time.
+    assert (
+        estimate(parameters=70 * 10**9, tokens=10**9, hardware=H100, instance_count=1, **JAN).instances_for_window == 2
+    )
+
+
 def test_mfu_and_exchange_rate():
     e = estimate(
         parameters=10**9, tokens=20_200_000_000, hardware=H100, instance_count=1, mfu=Decimal("0.5"),

@@ -75,6 +75,8 @@ def workload_tracking(request):
         "page": paginate(request, workloads, PAGE_SIZE),
         "sort": sort,
         "is_staff": is_program_staff(request.user),
+        # A tenant of one organization needs no column repeating its name.
+        "show_org": visible_organizations(request.user)[:2].count() > 1,
         "writable_orgs": _writable_orgs(request),
         "filtered": any(request.GET.get(name) for name in filterset.filters),
     }

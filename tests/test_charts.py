@@ -1,0 +1,27 @@
+"""The value axis of the portal's charts: labels that never print over each other (issue 16 item 8: a pool of 64
+instances with 62 allocatable drew "62" across "64")."""
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from portal.charts import Frame, ValueScale
+
+LABEL_HEIGHT = 11  # px: the charts' tick font (.chart { font-size: 11px })
+
+
+def test_an_allocatable_line_just_under_the_total_keeps_one_label():
+    scale = ValueScale(Frame(), maximum=64)
+
+    labels = [tick["label"] for tick in scale.ticks(marks=(62, 64))]
+    assert labels == [0, 10, 20, 30, 40, 50, 62]  # the allocatable line is labelled; the total is in the legend
+
+
+@given(
+    maximum=st.integers(min_value=1, max_value=5000),
+    marks=st.lists(st.integers(min_value=0, max_value=5000), max_size=3),
+)
+def test_no_two_labels_overlap(maximum, marks):
+    scale = ValueScale(Frame(), maximum=maximum)
+
+    ys = sorted(tick["y"] for tick in scale.ticks(marks=tuple(m for m in marks if m <= maximum)))
+    assert all(lower - upper >= LABEL_HEIGHT for upper, lower in zip(ys, ys[1:], strict=False))
