@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 from django.utils import translation
 from django.utils.translation import gettext_lazy as _
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 IGNORED = {"csrfmiddlewaretoken", "_method", "_content_type", "_content"}  # the browsable API's form fields
@@ -16,15 +17,44 @@ UNKNOWN = _("Unknown field: this endpoint does not take it.")
 READ_ONLY = _("This field is read-only: it cannot be set here.")
 
 
+BOTH_NAMES = _("Give %(new)s or its former name %(old)s, not both with different values.")
+
+
 class WriteRules:
     read_only_messages: dict = {}  # field → what to say instead of READ_ONLY (e.g. how the field does change)
+    renamed: dict[str, str] = {}  # a field's former name → its name now (see `renamed` below)
 
     def to_internal_value(self, data):
         if isinstance(data, Mapping):
+            data, former = self.under_new_names(data)
             errors = self.refused_fields(data)
             if errors:
                 raise serializers.ValidationError(errors)
+            try:
+                return super().to_internal_value(data)
+            except serializers.ValidationError as error:
+                # An error is named as the client named the field.
+                if isinstance(error.detail, dict):
+                    error.detail = {former.get(name, name): detail for name, detail in error.detail.items()}
+                raise
         return super().to_internal_value(data)
+
+    def under_new_names(self, data: Mapping) -> tuple[dict | Mapping, dict[str, str]]:
+        """A write that uses a field's former name, as if it used the new one; and new → former for the names
+        it used, to name its errors back."""
+        used = {old: new for old, new in self.renamed.items() if old in data}
+        if not used:
+            return data, {}
+        merged = {name: data[name] for name in data}
+        errors = {}
+        for old, new in used.items():
+            value = merged.pop(old)
+            if new in merged and merged[new] != value:
+                errors[old] = [BOTH_NAMES % {"new": new, "old": old}]
+            merged[new] = value
+        if errors:
+            raise serializers.ValidationError(errors)
+        return merged, {new: old for old, new in used.items()}
 
     def refused_fields(self, data: Mapping) -> dict:
         errors = {}
@@ -86,3 +116,16 @@ class SlugRelatedField(serializers.SlugRelatedField):
         if isinstance(data, str) and ("\x00" in data or len(data) > 255):
             self.fail("does_not_exist", slug_name=self.slug_field, value=data[:40])
         return super().to_internal_value(data)
+
+
+def renamed(**former_names: str):
+    """A serializer whose fields were renamed for one vocabulary across the API keeps their former names for one
+    release: `@renamed(parameters="parameter_count")`, with a field declared under each former name (source: the
+    new one) so a read answers both. A write may use either name (both with different values is a 400 naming the
+    former), its errors are named as it named the field, and the schema marks the former names deprecated."""
+
+    def decorate(serializer_class):
+        serializer_class.renamed = {**serializer_class.renamed, **former_names}
+        return extend_schema_serializer(deprecate_fields=list(serializer_class.renamed))(serializer_class)
+
+    return decorate

@@ -202,11 +202,11 @@ class EstimateView(APIView):
             instance_type=data["instance_type"],
             region=data["region"],
             program=Program.objects.first(),
-            parameters=data["parameters"],
-            tokens=data.get("tokens"),
+            parameters=data["parameter_count"],
+            tokens=data.get("training_tokens"),
             instance_count=data["instance_count"],
             starts_on=data["starts_on"],
             ends_on=data["ends_on"],
-            mfu=data.get("mfu"),
+            mfu=data.get("expected_mfu"),
         )
         return Response(EstimateResultSerializer(estimate_as_dict(result)).data)

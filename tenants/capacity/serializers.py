@@ -105,21 +105,45 @@ class CapacityPoolSerializer(api.ModelSerializer):
         }
 
 
+PARAMETER_COUNT_HELP = "Model parameters (not billions), at least 1,000,000, e.g. 7000000000."
+TRAINING_TOKENS_HELP = "Training tokens; null or left out: 20 × parameter_count."
+EXPECTED_MFU_HELP = "Expected model FLOPs utilization, 0.01–1; null or left out: 0.40."
+# The estimate once named its inputs and figures parameters, tokens and mfu; capacity requests name them
+# parameter_count, training_tokens and expected_mfu, the one vocabulary now. The former names work until 2027-06.
+ESTIMATE_FORMER_NAMES = {"parameters": "parameter_count", "tokens": "training_tokens", "mfu": "expected_mfu"}
+
+
+def _former(name: str, field_class, **kwargs):
+    return field_class(
+        source=ESTIMATE_FORMER_NAMES[name],
+        required=False,
+        help_text=f"Deprecated: the former name of {ESTIMATE_FORMER_NAMES[name]}, accepted until 2027-06.",
+        **kwargs,
+    )
+
+
+@api.renamed(**ESTIMATE_FORMER_NAMES)
 class EstimateSerializer(api.Serializer):
     """Inputs of the compute estimate; the response is the Estimate's fields."""
 
-    parameters = serializers.IntegerField(
-        max_value=MAX_PARAMETERS,
-        validators=[PARAMETER_COUNT],
-        help_text="Model parameters (not billions), at least 1,000,000, e.g. 7000000000.",
+    parameter_count = serializers.IntegerField(
+        max_value=MAX_PARAMETERS, validators=[PARAMETER_COUNT], help_text=PARAMETER_COUNT_HELP
     )
-    tokens = serializers.IntegerField(
-        max_value=MAX_TOKENS,
-        validators=[TOKEN_COUNT],
+    training_tokens = serializers.IntegerField(
+        max_value=MAX_TOKENS, validators=[TOKEN_COUNT], required=False, allow_null=True, help_text=TRAINING_TOKENS_HELP
+    )
+    expected_mfu = serializers.DecimalField(
+        max_digits=4,
+        decimal_places=3,
+        min_value=Decimal("0.01"),
+        max_value=Decimal("1"),
         required=False,
         allow_null=True,
-        help_text="Training tokens; null or left out: 20 × parameters.",
+        help_text=EXPECTED_MFU_HELP,
     )
+    parameters = _former("parameters", serializers.IntegerField)
+    tokens = _former("tokens", serializers.IntegerField, allow_null=True)
+    mfu = _former("mfu", serializers.DecimalField, max_digits=4, decimal_places=3, allow_null=True)
     instance_type = api.SlugRelatedField(
         slug_field="api_name",
         queryset=InstanceType.objects.all(),
@@ -133,15 +157,6 @@ class EstimateSerializer(api.Serializer):
     )
     starts_on = serializers.DateField(help_text="First day of the window.")
     ends_on = serializers.DateField(help_text="Last day of the window, inclusive.")
-    mfu = serializers.DecimalField(
-        max_digits=4,
-        decimal_places=3,
-        min_value=Decimal("0.01"),
-        max_value=Decimal("1"),
-        required=False,
-        allow_null=True,
-        help_text="Expected model FLOPs utilization, 0–1; null or left out: 0.40.",
-    )
 
     def validate(self, attrs):
         if attrs["ends_on"] < attrs["starts_on"]:
@@ -155,15 +170,19 @@ class EstimateSerializer(api.Serializer):
         return attrs
 
 
+@api.renamed(**ESTIMATE_FORMER_NAMES)
 class EstimateResultSerializer(api.Serializer):
-    parameters = serializers.IntegerField(help_text="Model parameters the estimate is for.")
-    tokens = serializers.IntegerField(help_text="Training tokens the estimate is for.")
+    parameter_count = serializers.IntegerField(help_text="Model parameters the estimate is for.")
+    training_tokens = serializers.IntegerField(help_text="Training tokens the estimate is for.")
     tokens_defaulted = serializers.BooleanField(
-        help_text="True when no token count was given and tokens is 20 × parameters (compute-optimal)."
+        help_text="True when no token count was given and training_tokens is 20 × parameter_count (compute-optimal)."
     )
-    mfu = serializers.DecimalField(
+    expected_mfu = serializers.DecimalField(
         max_digits=4, decimal_places=3, help_text="Model FLOPs utilization assumed, 0–1 (0.40 unless given)."
     )
+    parameters = _former("parameters", serializers.IntegerField)
+    tokens = _former("tokens", serializers.IntegerField)
+    mfu = _former("mfu", serializers.DecimalField, max_digits=4, decimal_places=3)
     training_flops = serializers.FloatField(help_text="Training compute, 6 × parameters × tokens, in FLOPs.")
     accelerator_hours = serializers.FloatField(
         help_text="Accelerator-hours the run needs at the accelerator's peak BF16 throughput × mfu."
@@ -185,6 +204,9 @@ class EstimateResultSerializer(api.Serializer):
     fits_window = serializers.BooleanField(help_text="True when days_needed is at most window_days.")
     fits_memory = serializers.BooleanField(help_text="True when instance_count is at least min_instances_for_state.")
     fits = serializers.BooleanField(help_text="True when the run fits both the window and the memory.")
+    instances_for_window = serializers.IntegerField(
+        help_text="Fewest instances that finish the run inside the window and hold its training state."
+    )
     cost_usd = serializers.DecimalField(
         max_digits=24,
         decimal_places=2,
@@ -342,7 +364,10 @@ class CapacityRequestSerializer(api.ModelSerializer):
 
 
 def estimate_as_dict(result) -> dict:
-    return {**asdict(result), "fits": result.fits}
+    """An Estimate as the API names its figures (one vocabulary with capacity requests)."""
+    figures = asdict(result)
+    renamed = {new: figures.pop(old) for old, new in ESTIMATE_FORMER_NAMES.items()}
+    return {**figures, **renamed, "fits": result.fits, "instances_for_window": result.instances_for_window}
 
 
 class DecisionSerializer(api.Serializer):

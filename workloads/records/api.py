@@ -3,6 +3,7 @@ another organization's workload is a 404. Writes parse input with a serializer a
 
 from __future__ import annotations
 
+from django.db.models import F
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status
@@ -45,6 +46,7 @@ class WorkloadViewSet(
         "name",
         "organization__name",
         "parameter_count",
+        "training_tokens",
         "target_tokens",
         "status",
         "phase",
@@ -56,6 +58,8 @@ class WorkloadViewSet(
     ordering = ["organization__name", "name", "pk"]
 
     def scope_queryset(self, queryset):
+        # ?ordering=training_tokens, by the field's API name (target_tokens, its former one, works too).
+        queryset = queryset.annotate(training_tokens=F("target_tokens"))
         return queryset.select_related("organization", "created_by", "allocation__pool__instance_type")
 
     def get_serializer_class(self):

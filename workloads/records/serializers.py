@@ -7,6 +7,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from portal import serializers as api
+from tenants.capacity.estimate import MAX_TOKENS, TOKEN_COUNT
 from tenants.models import Allocation
 from tenants.serializers import OrganizationSlugField, request_user
 from workloads.records.fit import workload_fit
@@ -34,8 +35,20 @@ class WorkloadChangeSerializer(api.ModelSerializer):
         }
 
 
+@api.renamed(target_tokens="training_tokens")
 class WorkloadSerializer(api.ModelSerializer):
     organization = OrganizationSlugField()
+    # Named as capacity requests and the estimate name it (the model keeps its field name, target_tokens).
+    training_tokens = serializers.IntegerField(
+        source="target_tokens",
+        required=False,
+        allow_null=True,
+        min_value=0,
+        max_value=MAX_TOKENS,
+        validators=[TOKEN_COUNT],
+        error_messages={"max_value": TOO_MANY_TOKENS},
+        help_text="Tokens the run is to train on (not billions), at least 1,000,000; null when not given.",
+    )
     allocation = serializers.PrimaryKeyRelatedField(
         queryset=Allocation.objects.none(),  # narrowed to the caller's allocations in __init__
         required=False,
@@ -59,6 +72,7 @@ class WorkloadSerializer(api.ModelSerializer):
             "architecture",
             "parameter_count",
             "active_parameter_count",
+            "training_tokens",
             "target_tokens",
             "framework",
             "tensor_parallel",
@@ -97,7 +111,7 @@ class WorkloadSerializer(api.ModelSerializer):
                 "error_messages": {"max_value": TOO_MANY_PARAMETERS},
             },
             "target_tokens": {
-                "help_text": "Tokens the run is to train on; null when not given.",
+                "help_text": "Deprecated: the former name of training_tokens, accepted until 2027-06.",
                 "error_messages": {"max_value": TOO_MANY_TOKENS},
             },
             "framework": {"help_text": "The training framework."},
