@@ -29,10 +29,9 @@ def linkable_clusters(organization: Organization):
     return Cluster.objects.for_org(organization).order_by(live_first, "name", "pk")
 
 
-class CaseForm(forms.Form):
-    title = forms.CharField(label=_("Title"), max_length=200)
-    category = forms.ChoiceField(label=_("Category"), choices=SupportCase.Category.choices)
-    severity = forms.ChoiceField(label=_("Severity"), choices=SupportCase.Severity.choices, initial="s3")
+class CaseLinks(forms.Form):
+    """What a case is about: a workload, a cluster and one of its nodes, all of the case's organization."""
+
     workload = forms.ModelChoiceField(
         label=_("Workload"), queryset=Workload.objects.none(), required=False, empty_label=_("none")
     )
@@ -47,6 +46,18 @@ class CaseForm(forms.Form):
             "Instance id (i-0abc…) or host name (ip-10-1-0-7) of a node of the cluster, if the case is about one."
         ),
     )
+
+    def offer_links_of(self, organization: Organization) -> None:
+        self.fields["workload"].queryset = Workload.objects.for_org(organization).order_by("name")
+        self.fields["cluster"].queryset = linkable_clusters(organization)
+
+
+class CaseForm(CaseLinks):
+    field_order = ["title", "category", "severity", "workload", "cluster", "node", "description"]
+
+    title = forms.CharField(label=_("Title"), max_length=200)
+    category = forms.ChoiceField(label=_("Category"), choices=SupportCase.Category.choices)
+    severity = forms.ChoiceField(label=_("Severity"), choices=SupportCase.Severity.choices, initial="s3")
     description = forms.CharField(
         label=_("Description"),
         widget=forms.Textarea(attrs={"rows": 6}),
@@ -55,8 +66,7 @@ class CaseForm(forms.Form):
 
     def __init__(self, *args, organization: Organization, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["workload"].queryset = Workload.objects.for_org(organization).order_by("name")
-        self.fields["cluster"].queryset = linkable_clusters(organization)
+        self.offer_links_of(organization)
 
 
 class CommentForm(forms.Form):
@@ -72,26 +82,16 @@ class CommentForm(forms.Form):
             self.fields["internal"].widget = forms.HiddenInput()
 
 
-class CaseUpdateForm(forms.Form):
+class CaseUpdateForm(CaseLinks):
     """Status (reopening included), severity, assignee and the linked workload, cluster and node, with an optional
     comment."""
+
+    field_order = ["status", "severity", "assignee", "workload", "cluster", "node", "comment"]
 
     status = forms.ChoiceField(label=_("Status"), choices=SupportCase.Status.choices)
     severity = forms.ChoiceField(label=_("Severity"), choices=SupportCase.Severity.choices)
     assignee = forms.ModelChoiceField(
         label=_("Assignee"), queryset=User.objects.none(), required=False, empty_label=_("unassigned")
-    )
-    workload = forms.ModelChoiceField(
-        label=_("Workload"), queryset=Workload.objects.none(), required=False, empty_label=_("none")
-    )
-    cluster = ClusterChoiceField(
-        label=_("Cluster"), queryset=Cluster.objects.none(), required=False, empty_label=_("none")
-    )
-    node = forms.CharField(
-        label=_("Node"),
-        max_length=255,
-        required=False,
-        help_text=_("Instance id or host name of a node of the cluster."),
     )
     comment = forms.CharField(
         label=_("Comment with the change (optional)"), widget=forms.Textarea(attrs={"rows": 2}), required=False
@@ -110,8 +110,7 @@ class CaseUpdateForm(forms.Form):
             },
         )
         super().__init__(*args, **kwargs)
-        self.fields["workload"].queryset = Workload.objects.for_org(case.organization).order_by("name")
-        self.fields["cluster"].queryset = linkable_clusters(case.organization)
+        self.offer_links_of(case.organization)
         statuses = SupportCase.Status.choices
         if not staff:
             # What a tenant can do from here: resolve or close an active case, reopen a finished one.
