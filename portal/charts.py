@@ -84,6 +84,9 @@ class DayScale:
         return ticks
 
 
+LABEL_ROOM_PX = 14  # a tick label's height (11 px font) and a little air
+
+
 @dataclass(frozen=True)
 class ValueScale:
     """Values [0, maximum] up the plot's height."""
@@ -100,7 +103,7 @@ class ValueScale:
         of 64 would print one over the other), a round tick to any mark."""
         top = int(self.maximum)
         step = max(10, round(top / count, -1))
-        room = self.maximum * 0.06
+        room = self.maximum * LABEL_ROOM_PX / self.frame.plot_h  # a label's height, in values, on this plot
         kept: list[float] = []
         for value in [*marks, *range(0, top + 1, int(step))]:
             if value <= self.maximum and all(abs(value - other) > room for other in kept):

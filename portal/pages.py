@@ -66,3 +66,23 @@ def id_param(value) -> int | None:
         return None
     number = int(text)
     return number if number < 2**63 else None
+
+
+class Choice(str):
+    """A query parameter read by `choice_param`: its value ("" when missing or refused) and whether it was one of
+    the choices (False: the page answers 400 and lists nothing, as a filter form does for a value it refuses)."""
+
+    valid: bool = True
+
+
+def choice_param(request, name: str, choices) -> Choice:
+    """A filter parameter that must be one of `choices` (an organization's slug, a status). Anything else — a typo,
+    a crafted value, a NUL PostgreSQL refuses in any text — never reaches the database."""
+    value = request.GET.get(name, "")
+    if not value:
+        return Choice("")
+    if value in {str(choice) for choice in choices}:
+        return Choice(value)
+    refused = Choice("")
+    refused.valid = False
+    return refused

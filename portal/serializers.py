@@ -46,15 +46,33 @@ class WriteRules:
         if not used:
             return data, {}
         merged = {name: data[name] for name in data}
-        errors = {}
+        errors, named_by_former = {}, {}
         for old, new in used.items():
             value = merged.pop(old)
-            if new in merged and merged[new] != value:
+            if new not in merged or (self._as_read(new, merged[new]) and not self._as_read(old, value)):
+                # Only the former name is given, or it is the one changed while the new one is sent back as read.
+                merged[new], named_by_former[new] = value, old
+            elif not (self._same_value(new, merged[new], value) or self._as_read(old, value)):
                 errors[old] = [BOTH_NAMES % {"new": new, "old": old}]
-            merged[new] = value
         if errors:
             raise serializers.ValidationError(errors)
-        return merged, {new: old for old, new in used.items()}
+        return merged, named_by_former
+
+    def _same_value(self, name: str, one, other) -> bool:
+        """The same value however written: "0.5" and 0.5, "7000000000" and 7000000000."""
+        field = self.fields[name]
+        try:
+            return field.to_internal_value(one) == field.to_internal_value(other)
+        except (serializers.ValidationError, TypeError, ValueError):
+            return one == other
+
+    def _as_read(self, name: str, value) -> bool:
+        """A client sending back what it read: the former name still holds the object's current value."""
+        if self.instance is None or isinstance(self.instance, list | tuple):
+            return False
+        if not hasattr(self, "_as_read_cache"):
+            self._as_read_cache = self.to_representation(self.instance)
+        return self._as_read_cache.get(name) == value
 
     def refused_fields(self, data: Mapping) -> dict:
         errors = {}

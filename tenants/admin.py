@@ -18,7 +18,14 @@ class InstancePriceInline(admin.TabularInline):
 
 @admin.register(InstanceType)
 class InstanceTypeAdmin(admin.ModelAdmin):
-    list_display = ["api_name", "accelerator", "accelerators_per_instance", "accelerator_memory_gib", "efa_gbps"]
+    list_display = [
+        "api_name",
+        "accelerator",
+        "accelerators_per_instance",
+        "ranks_per_instance",
+        "accelerator_memory_gib",
+        "efa_gbps",
+    ]
     inlines = [InstancePriceInline]
 
 

@@ -78,6 +78,11 @@ class InstanceType(models.Model):
     api_name = models.CharField(_("API name"), max_length=40, unique=True)
     accelerator = models.CharField(_("accelerator"), max_length=60)
     accelerators_per_instance = models.PositiveSmallIntegerField(_("accelerators per instance"))
+    # What a parallel layout (TP × PP × DP) places one rank on: a GPU, or on Trainium a NeuronCore (two per chip).
+    ranks_per_instance = models.PositiveSmallIntegerField(
+        _("ranks per instance"),
+        help_text=_("Processes a training layout runs per instance: one per GPU; one per NeuronCore on Trainium."),
+    )
     accelerator_memory_gib = models.PositiveIntegerField(_("memory per accelerator (GiB)"))
     peak_bf16_tflops = models.PositiveIntegerField(_("peak dense BF16 TFLOPS per accelerator"))
     vcpus = models.PositiveSmallIntegerField(_("vCPUs"))

@@ -8,7 +8,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
 
-from portal.pages import paginate
+from portal.pages import choice_param, paginate
 from portal.periods import today
 from tenants.access import (
     get_org_access_or_404,
@@ -81,8 +81,10 @@ def program_overview(request):
 def audit_log(request):
     require_program_staff(request.user)
     events = AuditEvent.objects.visible_to(request.user).select_related("actor", "organization")
-    if org := request.GET.get("org"):
-        events = events.filter(organization__slug=org)
-    page = paginate(request, events, 50)
     organizations = visible_organizations(request.user).order_by("name")
-    return render(request, "tenants/audit_log.html", {"page": page, "org": org or "", "organizations": organizations})
+    org = choice_param(request, "org", organizations.values_list("slug", flat=True))
+    if org:
+        events = events.filter(organization__slug=org)
+    page = paginate(request, events if org.valid else events.none(), 50)
+    context = {"page": page, "org": org, "organizations": organizations}
+    return render(request, "tenants/audit_log.html", context, status=200 if org.valid else 400)

@@ -91,3 +91,27 @@ def test_the_schema_marks_every_former_name_deprecated_and_uses_it_nowhere_else(
     ]
     assert former, "the schema lists the former names while they work"
     assert [path for path, deprecated in former if not deprecated] == []
+
+
+def test_the_same_value_written_two_ways_under_both_names_is_no_conflict(estimate):
+    assert estimate({**CANONICAL, "mfu": 0.35}).status_code == 200  # "0.350" and 0.35
+    assert estimate({**CANONICAL, "parameters": "7000000000"}).status_code == 200
+
+
+def test_a_workload_read_is_written_back_as_is(member_api, org):
+    """A script GETs a workload, changes a field and PUTs (or PATCHes) the whole object back: the read-only `fit`
+    and the former `target_tokens` it read come back with it and are no error."""
+    workload = WorkloadFactory(organization=org, target_tokens=10**12)
+    url = f"/api/v1/workloads/{workload.pk}/"
+    read = member_api.get(url).json()
+
+    put = member_api.put(url, {**read, "notes": "resumed from step 40k"}, format="json")
+    assert put.status_code == 200, put.json()
+    changed = member_api.patch(url, {**put.json(), "training_tokens": 2 * 10**12}, format="json")
+    assert changed.status_code == 200, changed.json()
+    assert (changed.json()["training_tokens"], changed.json()["target_tokens"]) == (2 * 10**12, 2 * 10**12)
+    by_former = member_api.patch(url, {**changed.json(), "target_tokens": 3 * 10**12}, format="json")
+    assert by_former.json()["training_tokens"] == 3 * 10**12  # the former name changed, the new one as read
+
+    history = member_api.get(f"{url}history/").json()["results"]
+    assert {change["field"] for change in history if change["kind"] == "changed"} == {"notes", "training_tokens"}

@@ -17,6 +17,9 @@ from portal.templatetags.counts import count_words
         (8_000_000, "8 million", "800万"),
         (12_345, "12,345", "1.23万"),
         (999, "999", "999"),
+        (999_600_000_000, "1 trillion", "9,996億"),  # rounding never shows "1,000 billion"
+        (999_950_000, "1 billion", "10億"),
+        (99_996_000, "100 million", "1億"),  # nor "10,000万"
         (None, "—", "—"),
     ],
 )

@@ -24,7 +24,13 @@ def count_words(value) -> str:
         return "—"
     value = int(value)
     myriads = (get_language() or "").startswith(("ja", "zh"))
-    for scale, word in MYRIADS if myriads else ENGLISH:
+    scales = MYRIADS if myriads else ENGLISH  # largest first
+    for index, (scale, word) in enumerate(scales):
         if value >= scale:
-            return f"{_number(value / scale)}{word}" if myriads else f"{_number(value / scale)} {word}"
+            text = _number(value / scale)
+            if index and float(text.replace(",", "")) >= scales[index - 1][0] / scale:
+                # Rounded up to the next unit: 999,600,000,000 is "1 trillion", not "1,000 billion".
+                scale, word = scales[index - 1]
+                text = _number(value / scale)
+            return f"{text}{word}" if myriads else f"{text} {word}"
     return f"{value:,}"

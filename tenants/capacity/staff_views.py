@@ -16,7 +16,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from portal.forms import apply_errors
-from portal.pages import is_fragment, paginate, render_form, render_page, varies_on_htmx
+from portal.pages import choice_param, is_fragment, paginate, render_form, render_page, varies_on_htmx
 from portal.periods import today
 from tenants.access import is_program_manager, require_program_manager, require_program_staff, visible_organizations
 from tenants.capacity.allocations import allocation_rows, revoke_allocation
@@ -195,21 +195,29 @@ def allocations(request):
     """Program staff: every allocation, filterable, with revoke for managers."""
     require_program_staff(request.user)
     rows = Allocation.objects.visible_to(request.user).select_related("organization", "pool__instance_type", "request")
-    if status := request.GET.get("status"):
+    organizations = visible_organizations(request.user).order_by("name")
+    status = choice_param(request, "status", Allocation.Status.values)
+    org = choice_param(request, "org", organizations.values_list("slug", flat=True))
+    if status:
         rows = rows.filter(status=status)
-    if org := request.GET.get("org"):
+    if org:
         rows = rows.filter(organization__slug=org)
+    if not (status.valid and org.valid):
+        rows = rows.none()
     page = paginate(request, rows.order_by("-starts_on", "-pk"), PAGE_SIZE)
     context = {
         "page": page,
         "rows": allocation_rows(page.object_list, on=today()),
         "statuses": Allocation.Status.choices,
-        "status": status or "",
-        "org": org or "",
-        "organizations": visible_organizations(request.user).order_by("name"),
+        "status": status,
+        "org": org,
+        "organizations": organizations,
         "can_revoke": is_program_manager(request.user),
     }
-    return render_page(request, "tenants/allocations.html", context, fragment="allocation-rows")
+    valid = status.valid and org.valid
+    return render_page(
+        request, "tenants/allocations.html", context, fragment="allocation-rows", status=200 if valid else 400
+    )
 
 
 @login_required

@@ -14,10 +14,11 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from portal.forms import apply_errors
-from portal.pages import id_param, paginate, render_page
+from portal.pages import choice_param, id_param, paginate, render_form, render_page
 from portal.periods import today
 from tenants.access import get_org_access_or_404
 from tenants.capacity.allocations import allocation_rows
+from tenants.capacity.estimate import MAX_INSTANCES
 from tenants.capacity.forms import CapacityRequestForm, ChangeRequestForm, in_billions, pool_value
 from tenants.capacity.pools import estimate_for, pool_free, request_estimate
 from tenants.capacity.requests import (
@@ -48,9 +49,10 @@ def capacity(request, org_slug: str):
     org = access.organization
     allocations = Allocation.objects.for_org(org).select_related("pool__instance_type").order_by("-starts_on", "-pk")
     requests = CapacityRequest.objects.for_org(org).select_related("pool__instance_type", "allocation")
-    if status := request.GET.get("status"):
+    status = choice_param(request, "status", CapacityRequest.Status.values)
+    if status:
         requests = requests.filter(status=status)
-    page = paginate(request, requests, PAGE_SIZE)
+    page = paginate(request, requests if status.valid else requests.none(), PAGE_SIZE)
     # Newest first, a page at a time: an org with hundreds of allocations must not make the page grow with them.
     allocation_page = paginate(request, allocations, PAGE_SIZE, param="allocations_page")
     context = {
@@ -60,9 +62,10 @@ def capacity(request, org_slug: str):
         "allocation_page": allocation_page,
         "page": page,
         "statuses": CapacityRequest.Status.choices,
-        "status": status or "",
+        "status": status,
     }
-    return render_page(request, "tenants/capacity.html", context, fragment="request-rows")
+    status_code = 200 if status.valid else 400
+    return render_page(request, "tenants/capacity.html", context, fragment="request-rows", status=status_code)
 
 
 ESTIMATE_FIELDS = {"pool", "instance_count", "starts_on", "ends_on", "parameters_b", "tokens_b", "expected_mfu"}
@@ -96,7 +99,13 @@ def _estimate_context(form, *, instance_type=None, region=None) -> dict:
         mfu=data.get("expected_mfu"),
     )
     free = pool_free(instance_type, region, starts_on=data["starts_on"], ends_on=data["ends_on"])
-    return {"estimate": result, "estimate_type": instance_type, "program": Program.objects.first(), "free": free}
+    return {
+        "estimate": result,
+        "estimate_type": instance_type,
+        "program": Program.objects.first(),
+        "free": free,
+        "max_instances": MAX_INSTANCES,
+    }
 
 
 @login_required
@@ -193,7 +202,9 @@ def _request_form_page(request, access, *, base, initial, kind, save, draft=None
     else:
         form = form_class(initial=initial, **extra)
     context = {"access": access, "org": access.organization, "form": form, "base": base, "draft": draft}
-    return render(request, "tenants/capacity_request_form.html", context | (estimate or {}))
+    return render_form(
+        request, "tenants/capacity_request_form.html", context | (estimate or {}), invalid=bool(form.errors)
+    )
 
 
 capacity_request_edit.tenant_model = CapacityRequest

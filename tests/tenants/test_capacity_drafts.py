@@ -141,7 +141,7 @@ def test_saving_the_edit_form(member_client, draft, org, pool):
     assert "Instances: 8 → 12" in history and "Parameters: 7,000,000,000 → 8,000,000,000" in history
 
     response = member_client.post(url, form | {"instance_count": "0"})
-    assert response.status_code == 200
+    assert response.status_code == 400
     assert "Ensure this value is greater than or equal to 1." in response.text
     CapacityPoolFactory(program=pool.program, instance_type=instance_type("trn1.32xlarge"), total_instances=24)
     response = member_client.post(url, form | {"pool": "trn1.32xlarge/ap-northeast-1"})

@@ -89,13 +89,21 @@ def test_relinking_records_one_event_and_a_new_cluster_drops_a_node_not_its_own(
     assert case.events.filter(kind=CaseEvent.Kind.LINKED).count() == 2
 
 
-def test_a_node_named_for_a_case_with_a_cluster_is_looked_up_there(member, org, cluster, node):
+def test_a_node_named_alone_is_found_in_the_cases_cluster_first_then_brings_its_own(member, org, cluster, node):
     second = ClusterFactory(organization=org, name="sakura-eval")
+    twin = ClusterNodeFactory(cluster=second, hostname=node.hostname)  # the same host name in both clusters
     case = open_case(member, org, cluster=second)
 
+    services.update_case(user=member, case=case, node=node.hostname)
+    case.refresh_from_db()
+    assert (case.cluster, case.node) == (second, twin)  # the case's own cluster first
+
+    services.update_case(user=member, case=case, node=node.instance_id)
+    case.refresh_from_db()
+    assert (case.cluster, case.node) == (cluster, node)  # found in another cluster of the org: brings it
     with pytest.raises(ValidationError) as error:
-        services.update_case(user=member, case=case, node=node.instance_id)
-    assert "Cluster sakura-eval has no node" in error.value.message_dict["node"][0]
+        services.update_case(user=member, case=case, cluster=second, node=node.instance_id)
+    assert "Cluster sakura-eval has no node" in error.value.message_dict["node"][0]  # named together: only there
 
 
 def test_a_node_without_a_cluster_cannot_be_stored(org, cluster, node):

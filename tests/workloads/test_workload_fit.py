@@ -122,3 +122,38 @@ def test_the_tracking_table_flags_a_layout_its_allocation_cannot_hold(member_cli
     rows = member_client.get(reverse("records:tracking")).text.split("<tr>")[1:]
     [flagged] = [row for row in rows if 'data-testid="outgrows"' in row]
     assert "too-wide" in flagged
+
+
+def test_on_trainium_a_rank_is_a_neuroncore(org):
+    """A trn1.32xlarge has 16 Trainium chips but runs 32 ranks (a NeuronCore each): TP32 inside one instance is
+    the usual layout, and 4 of them hold TP32 × DP4."""
+    four_trn1 = ActiveAllocationFactory(
+        organization=org, instance_count=4, pool__instance_type=instance_type("trn1.32xlarge")
+    )
+    fit = layout_fit(tp=32, pp=1, dp=4, allocation=four_trn1)
+    assert (fit.needed, fit.allocated, fit.warnings) == (128, 128, [])
+    workload = WorkloadFactory(
+        organization=org, allocation=four_trn1, tensor_parallel=32, pipeline_parallel=1, data_parallel=4
+    )
+    assert not workload.outgrows_allocation
+
+
+def test_the_suggested_data_parallelism_divides_into_expert_groups(twelve_p5):
+    [warning] = layout_fit(tp=4, pp=2, dp=16, ep=4, moe=True, allocation=twelve_p5).warnings
+    assert warning.endswith("With TP 4 × PP 2, at most DP 12 fits.")  # 96 // 8 = 12, a multiple of EP 4
+
+
+def test_a_revoked_allocation_holds_nothing_to_run_on(twelve_p5):
+    twelve_p5.status = "revoked"
+    [warning] = layout_fit(tp=8, pp=1, dp=1, allocation=twelve_p5).warnings
+    assert warning == f"Allocation #{twelve_p5.pk} is revoked: link the allocation the workload runs on."
+
+
+def test_the_live_fit_sends_only_the_layout_not_the_notes(member_client, org):
+    """The fragment is a GET: the whole form in its URL broke past gunicorn's 4 KB request line with long notes."""
+    page = member_client.get(reverse("records:create", args=[org.slug])).text
+    include = page.split('id="workload-fit"')[1].split('hx-include="')[1].split('"')[0]
+    assert {name.strip() for name in include.split(",")} == {
+        f"[name={field}]"
+        for field in ("architecture", "tensor_parallel", "pipeline_parallel", "data_parallel", "expert_parallel")
+    } | {"[name=allocation]"}

@@ -63,7 +63,9 @@ class WorkloadViewSet(
         return queryset.select_related("organization", "created_by", "allocation__pool__instance_type")
 
     def get_serializer_class(self):
-        return WorkloadDetailSerializer if self.action == "retrieve" else super().get_serializer_class()
+        # One shape for one workload, read or written: a client may send back what it read, `fit` included.
+        detail = self.action in ("retrieve", "update", "partial_update")
+        return WorkloadDetailSerializer if detail else super().get_serializer_class()
 
     def create(self, request, *args, **kwargs):
         serializer = self.get_serializer(data=request.data)

@@ -1,7 +1,8 @@
-"""Does a workload's parallelism layout fit what it runs on? The layout needs TP × PP × DP accelerators (expert
-parallelism shards the data-parallel replicas, as in Megatron-LM and NeMo, so it adds none); that is set beside what
-the linked allocation and the workload's live clusters hold. A misfit is a warning, never a refusal: a team records
-the layout it plans before the capacity to run it is granted."""
+"""Does a workload's parallelism layout fit what it runs on? The layout needs TP × PP × DP ranks (expert parallelism
+shards the data-parallel replicas, as in Megatron-LM and NeMo, so it adds none); that is set beside what the linked
+allocation and the workload's live clusters hold. A rank is a GPU, or on Trainium a NeuronCore: a trn1.32xlarge
+runs 32 (InstanceType.ranks_per_instance), though it has 16 chips. The pages call ranks "accelerators", as people
+do. A misfit is a warning, never a refusal: a team records the layout it plans before the capacity is granted."""
 
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ from workloads.records.models import Workload
 
 @dataclass(frozen=True)
 class Fit:
-    needed: int  # accelerators the layout needs
-    allocated: int | None = None  # accelerators of the linked allocation; None without one
-    in_clusters: int | None = None  # accelerators of the workload's live clusters' workers; None without any
+    needed: int  # ranks the layout needs
+    allocated: int | None = None  # ranks of the linked allocation; None without one
+    in_clusters: int | None = None  # ranks of the workload's live clusters' workers; None without any
     warnings: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
@@ -50,9 +51,17 @@ def layout_fit(
             % {"dp": dp, "ep": ep}
         )
     if allocation is not None:
-        per_instance = allocation.pool.instance_type.accelerators_per_instance
+        per_instance = allocation.pool.instance_type.ranks_per_instance
         allocated = allocation.instance_count * per_instance
+        if allocation.status in (allocation.Status.REVOKED, allocation.Status.EXPIRED):
+            warnings.append(
+                _("Allocation #%(id)s is %(status)s: link the allocation the workload runs on.")
+                % {"id": allocation.pk, "status": allocation.get_status_display().lower()}
+            )
         if needed > allocated:
+            most_dp = allocated // (tp * pp)
+            if moe and ep > 1:
+                most_dp -= most_dp % ep  # the replicas still divide into expert-parallel groups
             values = {
                 "needed": f"{needed:,}",
                 "id": allocation.pk,
@@ -61,7 +70,7 @@ def layout_fit(
                 "type": allocation.pool.instance_type.api_name,
                 "tp": tp,
                 "pp": pp,
-                "dp": allocated // (tp * pp),
+                "dp": most_dp,
             }
             if values["dp"]:
                 message = _(
@@ -91,7 +100,7 @@ def layout_fit(
 
 
 def cluster_accelerators(workload: Workload | None) -> int | None:
-    """Accelerators in the worker groups of the workload's live clusters; None when it has none. Two queries."""
+    """Ranks in the worker groups of the workload's live clusters; None when it has none. Two queries."""
     if workload is None or workload.pk is None:
         return None
     groups = (
@@ -104,9 +113,7 @@ def cluster_accelerators(workload: Workload | None) -> int | None:
     counts = {row["instance_type"]: row["instances"] for row in groups}
     if not counts:
         return None
-    per_instance = dict(
-        InstanceType.objects.filter(api_name__in=counts).values_list("api_name", "accelerators_per_instance")
-    )
+    per_instance = dict(InstanceType.objects.filter(api_name__in=counts).values_list("api_name", "ranks_per_instance"))
     return sum(instances * per_instance.get(api_name, 0) for api_name, instances in counts.items())
 
 

@@ -155,7 +155,8 @@ class Workload(models.Model):
 
     @property
     def world_size(self) -> int:
-        """Accelerators the parallelism layout needs (expert parallelism shards within data parallelism)."""
+        """Ranks the parallelism layout needs (expert parallelism shards within data parallelism): GPUs, or
+        NeuronCores on Trainium."""
         return self.tensor_parallel * self.pipeline_parallel * self.data_parallel
 
     @property
@@ -164,7 +165,7 @@ class Workload(models.Model):
         allocation = self.allocation
         if allocation is None:
             return False
-        return self.world_size > allocation.instance_count * allocation.pool.instance_type.accelerators_per_instance
+        return self.world_size > allocation.instance_count * allocation.pool.instance_type.ranks_per_instance
 
 
 STORAGE_SHORT = {

@@ -13,6 +13,9 @@ from tenants.serializers import OrganizationSlugField, request_user
 from workloads.records.fit import workload_fit
 from workloads.records.models import TOO_MANY_PARAMETERS, TOO_MANY_TOKENS, Workload, WorkloadChange
 
+# Model field → its name in the API, where the two differ (one vocabulary with capacity requests).
+API_NAMES = {"target_tokens": "training_tokens"}
+
 
 class WorkloadChangeSerializer(api.ModelSerializer):
     actor = api.SlugRelatedField(
@@ -25,7 +28,7 @@ class WorkloadChangeSerializer(api.ModelSerializer):
         read_only_fields = fields  # the history is written by the services, never through the API
         extra_kwargs = {
             "kind": {"help_text": "created: the workload was recorded; changed: one of its fields changed."},
-            "field": {"help_text": "The workload field that changed; empty for a creation."},
+            "field": {"help_text": "The workload field that changed, by its API name; empty for a creation."},
             "old_value": {
                 "help_text": "The field's value before the change, as text (a choice's key; a related object's name "
                 "at the time); empty for a creation."
@@ -34,8 +37,14 @@ class WorkloadChangeSerializer(api.ModelSerializer):
             "changed_at": {"help_text": "When the change was made."},
         }
 
+    def to_representation(self, change):
+        data = super().to_representation(change)
+        # The field as the API names it (training_tokens), not as the model does (target_tokens).
+        data["field"] = API_NAMES.get(data["field"], data["field"])
+        return data
 
-@api.renamed(target_tokens="training_tokens")
+
+@api.renamed(**API_NAMES)  # the model's names are the former API names
 class WorkloadSerializer(api.ModelSerializer):
     organization = OrganizationSlugField()
     # Named as capacity requests and the estimate name it (the model keeps its field name, target_tokens).
@@ -58,7 +67,10 @@ class WorkloadSerializer(api.ModelSerializer):
     created_by = api.SlugRelatedField(
         slug_field="username", read_only=True, help_text="Username of the person who recorded the workload."
     )
-    world_size = serializers.IntegerField(read_only=True, help_text="Accelerators: tensor × pipeline × data parallel.")
+    world_size = serializers.IntegerField(
+        read_only=True,
+        help_text="Ranks the layout needs, tensor × pipeline × data parallel: GPUs, or NeuronCores on Trainium.",
+    )
 
     class Meta:
         model = Workload
@@ -142,12 +154,15 @@ class WorkloadSerializer(api.ModelSerializer):
 class FitSerializer(api.Serializer):
     """Read only: the portal's judgement, never input."""
 
-    needed = serializers.IntegerField(help_text="Accelerators the layout needs: tensor × pipeline × data parallel.")
+    needed = serializers.IntegerField(
+        help_text="Ranks the layout needs, tensor × pipeline × data parallel: GPUs, or NeuronCores on Trainium (32 per "
+        "trn1.32xlarge)."
+    )
     allocated = serializers.IntegerField(
-        allow_null=True, help_text="Accelerators of the linked allocation; null without one."
+        allow_null=True, help_text="Ranks the linked allocation holds; null without one."
     )
     in_clusters = serializers.IntegerField(
-        allow_null=True, help_text="Accelerators of the workers of the workload's live clusters; null without any."
+        allow_null=True, help_text="Ranks the workers of the workload's live clusters hold; null without any."
     )
     warnings = serializers.ListField(
         child=serializers.CharField(),

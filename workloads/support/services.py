@@ -125,6 +125,17 @@ def find_node(
     return found[0]
 
 
+def _node_for_change(case: SupportCase, cluster: Cluster | None, node, *, cluster_named: bool) -> ClusterNode | None:
+    """The node a change names: in the cluster named with it; named alone, in the case's cluster first, else in
+    any of the organization's clusters, and then it brings its cluster."""
+    if cluster_named or cluster is None:
+        return find_node(case.organization, cluster, node)
+    try:
+        return find_node(case.organization, cluster, node)
+    except ValidationError:
+        return find_node(case.organization, None, node)
+
+
 def _link_label(cluster: Cluster | None, node: ClusterNode | None) -> str:
     if cluster is None:
         return ""
@@ -238,7 +249,8 @@ def update_case(
     comment: str = "",
 ) -> SupportCase:
     """Change a case's status (reopening included), assignee, severity, linked workload, cluster or node (a node
-    named alone brings its cluster; a new cluster drops a node that is not its own), optionally with a comment;
+    named alone is looked up in the case's cluster, then in the org's, and brings its cluster; a new cluster drops a
+    node that is not its own), optionally with a comment;
     each change is one CaseEvent. A closed case accepts nothing until it is reopened."""
     access = _acting(user, case.organization)
     require(access is not None, "The portal itself only opens cases and comments on them.")
@@ -276,8 +288,7 @@ def update_case(
             if new_node is not None and (cluster is None or new_node.cluster_id != cluster.pk):
                 new_node = None
         if node is not UNSET:
-            # A node named alone is looked up in the case's cluster, unless the case has none yet.
-            new_node = find_node(case.organization, new_cluster, node)
+            new_node = _node_for_change(case, new_cluster, node, cluster_named=cluster is not UNSET)
             new_cluster = new_node.cluster if new_node is not None else new_cluster
     except ValidationError as error:
         errors.update({field: messages[0] for field, messages in error.message_dict.items()})
