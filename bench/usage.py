@@ -120,7 +120,9 @@ def main() -> None:
         )
         for name, total in (("p5.48xlarge", 127), ("trn1.32xlarge", 24))
     ]
-    orgs = [Organization.objects.create(name=f"Bench org {i:02d}", slug=f"bench-usage-{i:02d}") for i in range(ORGS)]
+    orgs = [
+        Organization.objects.create(name=f"Bench usage org {i:02d}", slug=f"bench-usage-{i:02d}") for i in range(ORGS)
+    ]
     started = time.perf_counter()
     count = build(program, pools, orgs, rng, tz)
     node_hours = sum(
