@@ -504,6 +504,11 @@ class Allocation(models.Model):
         return self.instance_count * self.days * 24
 
     @property
+    def ranks(self) -> int:
+        """The training ranks it holds: a GPU each, or a NeuronCore each on Trainium (InstanceType)."""
+        return self.instance_count * self.pool.instance_type.ranks_per_instance
+
+    @property
     def can_extend(self) -> bool:
         """An extension starts the day after; there is none once the allocation runs to the pool's last day."""
         return self.ends_on < self.pool.ends_on

@@ -52,7 +52,7 @@ def layout_fit(
         )
     if allocation is not None:
         per_instance = allocation.pool.instance_type.ranks_per_instance
-        allocated = allocation.instance_count * per_instance
+        allocated = allocation.ranks
         if allocation.status in (allocation.Status.REVOKED, allocation.Status.EXPIRED):
             warnings.append(
                 _("Allocation #%(id)s is %(status)s: link the allocation the workload runs on.")

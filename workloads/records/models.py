@@ -162,10 +162,7 @@ class Workload(models.Model):
     @property
     def outgrows_allocation(self) -> bool:
         """The layout needs more accelerators than the linked allocation holds (workloads.records.fit says more)."""
-        allocation = self.allocation
-        if allocation is None:
-            return False
-        return self.world_size > allocation.instance_count * allocation.pool.instance_type.ranks_per_instance
+        return self.allocation is not None and self.world_size > self.allocation.ranks
 
 
 STORAGE_SHORT = {
