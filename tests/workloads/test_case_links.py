@@ -53,6 +53,15 @@ def test_a_node_is_looked_up_in_the_named_cluster(member, org, cluster, node):
     assert open_case(member, org, cluster=cluster, node="ip-10-1-0-7").node == node
 
 
+def test_a_host_name_means_the_node_still_there_over_ones_gone_with_old_clusters(member, org, cluster, node):
+    from django.utils import timezone
+
+    old = ClusterFactory(organization=org, name="sakura-v1", status="deleted")
+    ClusterNodeFactory(cluster=old, hostname=node.hostname, gone_at=timezone.now())  # the same address, last month
+
+    assert open_case(member, org, node=node.hostname).node == node
+
+
 def test_an_unknown_node_is_a_field_error_that_names_it(member, org, cluster, node):
     with pytest.raises(ValidationError) as error:
         open_case(member, org, cluster=cluster, node="i-0ffffffffffffffff")

@@ -1,3 +1,5 @@
+import re
+
 import pytest
 from django.db import connection
 from django.test import Client
@@ -222,3 +224,13 @@ def test_a_support_engineer_lands_on_their_queue_led_orgs_first_then_severity_th
     page = support_client.get(home["Location"])
     order = [case.pk for case in page.context["page"].object_list]
     assert order == [cases[n].pk for n in ("mine-s2", "mine-s3-old", "mine-s3-new", "other-s1")]
+
+
+@pytest.mark.parametrize("language", ["en", "ja"])
+def test_the_staff_buttons_of_the_case_list_each_say_something_different(support_client, language):
+    """In Japanese "My queue" and "Assigned to me" both read 自分の担当: two buttons, one label."""
+    support_client.cookies["django_language"] = language
+    page = support_client.get(reverse("support:list")).text
+    head = page.split('<div class="actions">')[1].split("</div>")[0]
+    labels = re.findall(r'<a class="button" href="[^"]*">([^<]+)</a>', head)
+    assert len(labels) == 3 and len(set(labels)) == 3, labels

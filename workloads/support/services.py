@@ -118,6 +118,9 @@ def find_node(
         else:
             message = _("None of the organization's clusters has a node “%(node)s” (an instance id or a host name).")
         raise ValidationError({"node": message % {"node": ref[:80], "cluster": cluster.name if cluster else ""}})
+    # A host name lives on after its node: a node still there is the one meant over ones gone with old clusters.
+    present = [n for n in found if n.gone_at is None]
+    found = present or found
     if len({n.cluster_id for n in found}) > 1:
         raise ValidationError(
             {"node": _("More than one cluster has a node “%(node)s”: name the cluster too.") % {"node": ref[:80]}}
