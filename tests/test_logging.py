@@ -42,8 +42,9 @@ def test_a_403_reaches_the_console_as_one_line(support_client, org, capsys):
     assert "Traceback" not in logged
 
 
-def test_the_console_email_backend_prints_one_line_per_email(settings):
+def test_the_console_email_backend_logs_one_line_per_email(settings, caplog):
     import io
+    import logging
 
     from django.core.mail import EmailMessage
 
@@ -52,8 +53,13 @@ def test_the_console_email_backend_prints_one_line_per_email(settings):
     stream = io.StringIO()
     message = EmailMessage("Case #3: Xid 79 on GPU 3", "A long body\n" * 40, to=["lead@example.com", "b@example.com"])
     settings.EMAIL_CONSOLE_FULL = False
-    ConsoleEmailBackend(stream=stream).send_messages([message])
-    assert stream.getvalue() == "Email to lead@example.com, b@example.com: Case #3: Xid 79 on GPU 3\n"
+    with caplog.at_level(logging.INFO, logger="portal.mail"):
+        ConsoleEmailBackend(stream=stream).send_messages([message])
+    # An INFO line of its own logger: printed, a worker's Celery would log it as a WARNING (celery.redirected).
+    assert [(r.name, r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("portal.mail", "INFO", "Email to lead@example.com, b@example.com: Case #3: Xid 79 on GPU 3")
+    ]
+    assert stream.getvalue() == ""
     settings.EMAIL_CONSOLE_FULL = True
     stream = io.StringIO()
     ConsoleEmailBackend(stream=stream).send_messages([message])

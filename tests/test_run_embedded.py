@@ -165,6 +165,8 @@ def test_the_log_says_what_happens_without_noise(portal):
         time.sleep(1)
     log = portal.log.read_text()
     assert "Email to " in log and "Content-Transfer-Encoding" not in log
+    assert "INFO portal.mail: Email to " in log  # not a WARNING of Celery's redirected standard output
+    assert "celery.redirected" not in log
     assert "No hostname was supplied" not in log
     assert "superuser privileges" not in log
     assert "demo cluster" in log  # a live GPU cluster per demo tenant in the emulator
