@@ -105,6 +105,14 @@ def test_the_interconnect_page_charts_the_latest_run_against_its_baseline(member
     assert member_client.get(f"/clusters/{cluster.pk}/interconnect/", {"run": "x"}).status_code == 200
 
 
+def test_the_run_card_and_the_history_say_a_run_alike(member_client, cluster):
+    """The card said 99.8% and 267.3 where the history said 100% and 267.30 for the same run."""
+    NcclValidationFactory(cluster=cluster, peak_busbw_gbps=486.0, fraction=486.0 / 487.0, avg_busbw_gbps=267.3)
+    text = member_client.get(f"/clusters/{cluster.pk}/interconnect/").text
+    assert text.count("99.8%") == 2 and "100%" not in text
+    assert text.count("267.30") == 2  # both to two places, as the peak
+
+
 def test_the_reporter_page_issues_a_token_shown_once_and_revokes_it(member_client, cluster):
     response = member_client.post(f"/clusters/{cluster.pk}/reporter/", {"name": "head node"})
     assert response.status_code == 200

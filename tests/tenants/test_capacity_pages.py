@@ -473,11 +473,14 @@ def test_the_estimate_shows_the_pools_free_capacity_over_the_window(member_clien
     AllocationFactory(pool=pool, instance_count=120, starts_on=date(2027, 2, 1), ends_on=date(2027, 2, 10))
     response = member_client.post(reverse("capacity-estimate", args=[org.slug]), FORM, HTTP_HX_REQUEST="true")
     assert "Only 5 instances are free in this pool on 2027-02-01, its busiest day in your window." in response.text
+    # The run fits the window on what was asked, but the pool cannot grant it: not a green "Fits".
+    assert 'class="verdict warn"' in response.text and "but the pool cannot grant them all" in response.text
 
     calm = member_client.post(
         reverse("capacity-estimate", args=[org.slug]), {**FORM, "instance_count": "4"}, HTTP_HX_REQUEST="true"
     )
     assert "5 instances are free in this pool over your whole window." in calm.text
+    assert 'class="verdict ok"' in calm.text and "Fits: about" in calm.text
 
 
 def test_the_estimate_names_no_error_for_a_field_not_filled_in_yet(member_client, org, pool):

@@ -193,4 +193,12 @@ def test_a_gap_over_ten_percent_is_flagged_on_the_dashboard(week, org_a, org_b, 
     beta_row = page[page.index(">Beta Lab</a>") :].split("</tr>")[0]
     alpha_row = page[page.index(">Alpha Lab</a>") :].split("</tr>")[0]
     assert "more than 10%" in beta_row
+    assert 'more than 10%">-20.0%</span>' in beta_row  # a relative gap, not percentage points ("-20.0 pts")
+    # The organization's own page flags it too (it showed the billed figure alone).
+    org_page = manager_client.get(reverse("usage:org", args=[org_b.slug]) + "?" + WEEK.query_string).text
+    assert 'more than 10%">-20.0%</span>' in org_page
+    assert (
+        "more than 10%"
+        not in manager_client.get(reverse("usage:org", args=[org_a.slug]) + "?" + WEEK.query_string).text
+    )
     assert "more than 10%" not in alpha_row

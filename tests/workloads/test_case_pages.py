@@ -6,7 +6,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from tests.factories import OrganizationFactory, SupportCaseFactory
+from tests.factories import ClusterFactory, OrganizationFactory, SupportCaseFactory, WorkloadFactory
 from workloads.models import CaseEvent, SupportCase
 from workloads.support.services import add_comment, open_case, update_case
 
@@ -173,6 +173,24 @@ def test_staff_find_the_cases_assigned_to_them(support_client, lead, case, manag
     assert case.title in text and theirs.title not in text
 
 
+def test_the_cluster_and_workload_filters_tell_rows_of_one_name_apart(manager_client, org, other_org):
+    """A cluster made again keeps its name (the demo listed "p5-pretrain-v1" ten times); two orgs may name a
+    workload alike. Each option names its organization (and a cluster its id and an end state); none is Django's
+    "---------"."""
+    gone = ClusterFactory(organization=org, name="p5-pretrain-v1", status="deleted")
+    live = ClusterFactory(organization=org, name="p5-pretrain-v1")
+    ours, theirs = (
+        WorkloadFactory(organization=org, name="pretrain"),
+        WorkloadFactory(organization=other_org, name="pretrain"),
+    )
+    page = manager_client.get(CASES).text
+    options = dict(re.findall(r'<option value="(\d+)"[^>]*>([^<]+)</option>', page))
+    assert options[str(gone.pk)] == f"p5-pretrain-v1 · {org.name} · #{gone.pk} (Deleted)"
+    assert options[str(live.pk)] == f"p5-pretrain-v1 · {org.name} · #{live.pk}"
+    assert f"pretrain · {org.name}" in page and f"pretrain · {other_org.name}" in page
+    assert ours.pk != theirs.pk and "---------" not in page
+
+
 def test_the_case_list_runs_a_fixed_number_of_queries(manager_client):
     def grow(count):
         for _ in range(count):
@@ -182,6 +200,8 @@ def test_the_case_list_runs_a_fixed_number_of_queries(manager_client):
     with CaptureQueriesContext(connection) as small:
         manager_client.get(CASES)
     grow(25)
+    ClusterFactory.create_batch(5)  # the cluster filter names each option's organization: no query per option
+    WorkloadFactory.create_batch(5)
     with CaptureQueriesContext(connection) as large:
         manager_client.get(CASES)
     assert len(large) == len(small)

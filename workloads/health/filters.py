@@ -5,25 +5,24 @@ from __future__ import annotations
 from django.utils.translation import gettext_lazy as _
 from django_filters import rest_framework as filters
 
-from tenants.filters import organization_choices, visible_rows
-from workloads.clusters.models import Cluster
+from tenants.filters import ALL, organization_choice
+from workloads.clusters.filters import cluster_choice
 from workloads.health.models import HealthEvent
 
 
 class HealthEventFilter(filters.FilterSet):
-    organization = filters.ModelChoiceFilter(
-        label=_("Organization"), field_name="organization", to_field_name="slug", queryset=organization_choices
-    )
-    cluster = filters.ModelChoiceFilter(label=_("Cluster"), field_name="cluster", queryset=visible_rows(Cluster))
+    organization = organization_choice()
+    cluster = cluster_choice()
     # A choice, not a BooleanFilter: "maybe" is a 400, not silently every event.
     open = filters.ChoiceFilter(
         label=_("Open"),
+        empty_label=ALL,
         choices=[("true", _("Open")), ("false", _("Resolved"))],
         method="filter_open",
         help_text="true: conditions that still hold; false: resolved ones.",
     )
-    severity = filters.ChoiceFilter(label=_("Severity"), choices=HealthEvent.Severity.choices)
-    kind = filters.ChoiceFilter(label=_("Kind"), choices=HealthEvent.Kind.choices)
+    severity = filters.ChoiceFilter(label=_("Severity"), empty_label=ALL, choices=HealthEvent.Severity.choices)
+    kind = filters.ChoiceFilter(label=_("Kind"), empty_label=ALL, choices=HealthEvent.Kind.choices)
     instance_id = filters.CharFilter(label=_("Instance"))
 
     class Meta:

@@ -5,21 +5,17 @@ from __future__ import annotations
 from django.utils.translation import gettext_lazy as _
 from django_filters import rest_framework as filters
 
-from tenants.filters import ALL, organization_choices, visible_rows
-from workloads.clusters.models import Cluster
+from tenants.filters import ALL, organization_choice
+from workloads.clusters.filters import cluster_choice
 from workloads.jobs.models import Job
 from workloads.jobs.sacct import HOLDING_STATES
-from workloads.records.models import Workload
+from workloads.records.filters import workload_choice
 
 
 class JobFilter(filters.FilterSet):
-    organization = filters.ModelChoiceFilter(
-        label=_("Organization"), field_name="organization", to_field_name="slug", queryset=organization_choices
-    )
-    cluster = filters.ModelChoiceFilter(label=_("Cluster"), field_name="cluster", queryset=visible_rows(Cluster))
-    workload = filters.ModelChoiceFilter(
-        label=_("Workload"), field_name="cluster__workload", queryset=visible_rows(Workload)
-    )
+    organization = organization_choice()
+    cluster = cluster_choice()
+    workload = workload_choice("cluster__workload")
     show = filters.ChoiceFilter(
         label=_("Show"),
         empty_label=ALL,

@@ -7,18 +7,23 @@ from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 from django_filters import rest_framework as filters
 
-from tenants.filters import ALL, organization_choices
+from tenants.filters import ALL, RowChoiceFilter, organization_choice
 from workloads.records.models import Workload
 
 
-class WorkloadFilter(filters.FilterSet):
-    organization = filters.ModelChoiceFilter(
-        label=_("Organization"),
-        field_name="organization",
-        to_field_name="slug",
-        queryset=organization_choices,
-        empty_label=ALL,
+def workload_choice(field_name: str = "workload") -> RowChoiceFilter:
+    """The workload choice other lists filter by: "sakura-70b-pretrain · Sakura Language Lab"."""
+    return RowChoiceFilter(
+        Workload,
+        label=_("Workload"),
+        field_name=field_name,
+        describe=lambda workload: f"{workload.name} · {workload.organization.name}",
+        related=("organization",),
     )
+
+
+class WorkloadFilter(filters.FilterSet):
+    organization = organization_choice()
     phase = filters.ChoiceFilter(label=_("Phase"), empty_label=ALL, choices=Workload.Phase.choices)
     framework = filters.ChoiceFilter(label=_("Framework"), empty_label=ALL, choices=Workload.Framework.choices)
     cluster_type = filters.ChoiceFilter(label=_("Cluster type"), empty_label=ALL, choices=Workload.ClusterType.choices)

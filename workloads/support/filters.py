@@ -5,20 +5,14 @@ from __future__ import annotations
 from django.utils.translation import gettext_lazy as _
 from django_filters import rest_framework as filters
 
-from tenants.filters import ALL, organization_choices, visible_rows
-from workloads.clusters.models import Cluster
-from workloads.records.models import Workload
+from tenants.filters import ALL, organization_choice
+from workloads.clusters.filters import cluster_choice
+from workloads.records.filters import workload_choice
 from workloads.support.models import SupportCase
 
 
 class SupportCaseFilter(filters.FilterSet):
-    organization = filters.ModelChoiceFilter(
-        label=_("Organization"),
-        field_name="organization",
-        to_field_name="slug",
-        queryset=organization_choices,
-        empty_label=ALL,
-    )
+    organization = organization_choice()
     state = filters.ChoiceFilter(
         label=_("Open or done"),
         empty_label=ALL,
@@ -30,8 +24,8 @@ class SupportCaseFilter(filters.FilterSet):
     severity = filters.ChoiceFilter(label=_("Severity"), empty_label=ALL, choices=SupportCase.Severity.choices)
     category = filters.ChoiceFilter(label=_("Category"), empty_label=ALL, choices=SupportCase.Category.choices)
     assignee = filters.CharFilter(label=_("Assignee"), field_name="assignee__username", help_text="A username.")
-    workload = filters.ModelChoiceFilter(label=_("Workload"), field_name="workload", queryset=visible_rows(Workload))
-    cluster = filters.ModelChoiceFilter(label=_("Cluster"), field_name="cluster", queryset=visible_rows(Cluster))
+    workload = workload_choice()
+    cluster = cluster_choice()
 
     class Meta:
         model = SupportCase

@@ -44,7 +44,7 @@ def case_list(request):
         data["state"] = "active"
     cases = (
         SupportCase.objects.visible_to(request.user)
-        .select_related("organization", "assignee", "workload")
+        .select_related("organization", "assignee", "workload", "cluster")
         .annotate(led_by_me=Case(When(organization__lead_engineer=request.user.pk, then=0), default=1))
     )
     filterset = SupportCaseFilter(data, queryset=cases, request=request)

@@ -33,6 +33,11 @@ def percent(ratio: Decimal | None) -> str:
 
 
 @register.filter
+def signed_percent(ratio: Decimal | None) -> str:
+    return formats.signed_percent_text(ratio)
+
+
+@register.filter
 def points(change: Decimal | None) -> str:
     """A change of utilization in percentage points: +12.3 pts."""
     return formats.points_text(change)

@@ -51,6 +51,14 @@ def percent_text(ratio: Decimal | None) -> str:
     return "—" if value is None else f"{number_format(value, decimal_pos=1)}%"
 
 
+def signed_percent_text(ratio: Decimal | None) -> str:
+    """A relative difference, signed: -40.1% (billed against computed cost); not percentage points."""
+    value = percent_value(ratio)
+    if value is None:
+        return "—"
+    return ("+" if value > 0 else "") + f"{number_format(value, decimal_pos=1)}%"
+
+
 def points_text(change: Decimal | None) -> str:
     value = percent_value(change)
     if value is None:

@@ -52,6 +52,9 @@ class InstanceTime:
         return utilization(self.running, self.allocated)
 
 
+BILLED_TOLERANCE = Decimal("0.10")  # billed and computed cost may differ by a tenth before a page flags it
+
+
 @dataclass
 class Figures(InstanceTime):
     """Allocated and running instance-time of some rows, with accelerator-time and cost."""
@@ -163,15 +166,36 @@ class OrgRow:
         return None if self.billed is None else usd(self.billed)
 
     @property
+    def billed_check(self) -> BilledCheck:
+        return BilledCheck(self.billed, self.figures.running_cost)
+
+    @property
     def billed_gap(self) -> Decimal | None:
-        """Billed against computed running cost, as a fraction of the computed (None without both)."""
-        if self.billed is None or not self.figures.running_cost:
-            return None
-        return Decimal(self.billed - self.figures.running_cost) / Decimal(self.figures.running_cost)
+        return self.billed_check.gap
 
     @property
     def billed_off(self) -> bool:
-        return self.billed_gap is not None and abs(self.billed_gap) > Decimal("0.10")
+        return self.billed_check.off
+
+
+@dataclass(frozen=True)
+class BilledCheck:
+    """What AWS billed (Cost Explorer) beside the running cost computed from the rate card, both in micro-USD: a
+    gap over BILLED_TOLERANCE either way is flagged on the program's and the organization's usage pages."""
+
+    billed: int | None
+    computed: int
+
+    @property
+    def gap(self) -> Decimal | None:
+        """Billed against computed, as a fraction of the computed (None without both)."""
+        if self.billed is None or not self.computed:
+            return None
+        return Decimal(self.billed - self.computed) / Decimal(self.computed)
+
+    @property
+    def off(self) -> bool:
+        return self.gap is not None and abs(self.gap) > BILLED_TOLERANCE
 
 
 @dataclass

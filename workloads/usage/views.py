@@ -37,6 +37,7 @@ from workloads.usage.models import RateCardEntry, UsageDay, UsageRevision
 from workloads.usage.periods import Period, PeriodError, parse_period
 from workloads.usage.rates import MANAGERS_ONLY, add_rate, remove_rate
 from workloads.usage.reports import (
+    BilledCheck,
     Figures,
     allocation_use,
     billed_total,
@@ -211,7 +212,7 @@ def _org_context(request, org_slug: str) -> dict:
         "clusters": cluster_breakdown(org, period),
         "chart": chart,
         "weekly_chart": weekly_chart,
-        "billed": billed_total(org, period),
+        "billed": BilledCheck(billed_total(org, period), total.running_cost),
         "as_of": timezone.now(),
     }
 

@@ -112,3 +112,8 @@ class NcclValidation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster} {self.submitted_at:%Y-%m-%d %H:%M} {self.verdict}"
+
+    @property
+    def share(self) -> str:
+        """The peak as a share of the baseline, said the same on the run's card and in the history: 99.8%."""
+        return "" if self.fraction is None else f"{self.fraction:.1%}"

@@ -29,7 +29,6 @@ def interconnect(request, pk: int):
         "run": chosen,
         "chart": bandwidth_chart(chosen) if chosen else None,
         "peak_size": size_label(chosen.peak_size_bytes) if chosen else "",
-        "share": f"{chosen.fraction:.1%}" if chosen and chosen.fraction is not None else "",
         "page": paginate(request, runs.defer("log", "rows"), PAGE_SIZE),
     }
     return render_page(request, "workloads/validation/interconnect.html", context)
