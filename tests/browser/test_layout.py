@@ -146,6 +146,7 @@ def test_case_titles_read_in_a_few_lines_on_the_support_queue(page, live_server,
     for the demo's Xid case) and split its dates at their hyphens."""
     from tenants.access import SYSTEM
     from tenants.models import Organization
+    from workloads.clusters.models import Cluster
     from workloads.records.models import Workload
     from workloads.support.services import open_case
 
@@ -158,9 +159,18 @@ def test_case_titles_read_in_a_few_lines_on_the_support_queue(page, live_server,
         category="node_health",
         severity="s2",
         workload=Workload.objects.filter(organization=org).first(),
+        cluster=Cluster.objects.filter(organization=org).first(),  # named under the title beside the workload
     )
     log_in(page, live_server, "support", language)
     assert page.locator("#case-table tbody tr").count() >= 3  # landed on the queue
     screenshot(f"layout-support-queue-{language}")
     assert page.evaluate(TALLEST_IN_LINES, "#case-table tbody td:nth-child(2) > a") <= 3
     assert page.evaluate(BROKEN_WORDS) == []
+    # Not a card: the queue's table must fit the page without scrolling in its own box either.
+    assert (
+        page.evaluate(
+            "() => { const box = document.querySelector('#case-table .table-scroll');"
+            " return box.scrollWidth - box.clientWidth; }"
+        )
+        <= 0
+    )
