@@ -261,11 +261,16 @@ STATIC_ROOT = VAR_DIR / "staticfiles"
 # sets True so they are found where they live, with no collectstatic step (about 40 ms per web process at
 # start). WhiteNoise's own default is DEBUG.
 WHITENOISE_USE_FINDERS = env_bool("WHITENOISE_USE_FINDERS", DEBUG)
+# Production serves each static file under a name with its content's hash, from collectstatic's manifest, cached for
+# a year; every {% static %} reads that manifest, so without one every page is a 500. The image's build sets
+# STATIC_MANIFEST=True without PORTAL_PRODUCTION (whose checks need a database and a broker) so that collectstatic
+# writes the manifest production reads (Dockerfile; tests/test_production_image.py replays it).
+STATIC_MANIFEST = env_bool("STATIC_MANIFEST", PRODUCTION)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
         "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
-        if PRODUCTION
+        if STATIC_MANIFEST
         else "django.contrib.staticfiles.storage.StaticFilesStorage"
     },
 }

@@ -2,6 +2,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError, connection
 from django.http import JsonResponse
+from django.template.loader import render_to_string
 from django.utils.translation import gettext as _
 from django.views import defaults
 from django.views.decorators.cache import never_cache
@@ -44,6 +45,17 @@ def _queue_depths() -> dict[str, int | str]:
     return depths
 
 
+def _page_state(request) -> str:
+    """Renders one real page (the 404, which extends the site's layout) as a person would get it: a static files
+    setup that cannot resolve a {% static %} — an image built without collectstatic's manifest — 500s every page
+    while the database and the broker are fine."""
+    try:
+        render_to_string("404.html", request=request)
+    except Exception as exc:  # whatever a template raises is what every page would raise
+        return f"down: {exc.__class__.__name__}: {exc}".strip()
+    return "ok"
+
+
 @never_cache
 def healthz(request):
     """Health for load balancers, docker-compose and operators.
@@ -72,6 +84,9 @@ def healthz(request):
     body.update(queues=queues, beat=health.beat_state(), backlog=backlog)
     late = backlog["late_clusters"]["count"] or backlog["unsent_case_emails"]["count"]
     if body["worker"] != "ok" or body["beat"] != "ok" or late:
+        body["status"] = "degraded"
+    body["pages"] = _page_state(request)
+    if body["pages"] != "ok":
         body["status"] = "degraded"
     return JsonResponse(body, status=200 if body["status"] == "ok" else 503)
 

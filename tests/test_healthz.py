@@ -146,3 +146,28 @@ def test_the_worker_healthcheck_command_fails_without_a_recent_heartbeat():
     call_command("workerhealth", "--queue=celery")
     with pytest.raises(CommandError, match="'state': 'stale'"):
         call_command("workerhealth", "--queue=polls")
+
+
+@pytest.mark.django_db
+def test_deep_health_renders_a_page(client):
+    _heartbeats({"celery": 1, "polls": 1})
+    _beat_sent(1)
+    assert client.get("/healthz?deep=1").json()["pages"] == "ok"
+
+
+@pytest.mark.django_db
+def test_a_static_setup_that_breaks_every_page_fails_the_deep_check(client, settings, tmp_path):
+    """Seen in the production image: collectstatic wrote no manifest, every page was a 500 and /healthz was green.
+    The storage production uses, over a collected folder without a manifest."""
+    _heartbeats({"celery": 1, "polls": 1})
+    _beat_sent(1)
+    settings.STATIC_ROOT = tmp_path
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    }
+    assert client.get("/healthz").status_code == 200  # the load balancer's check: web itself answers
+    deep = client.get("/healthz?deep=1")
+    assert deep.status_code == 503
+    assert deep.json()["status"] == "degraded"
+    assert deep.json()["pages"] == "down: ValueError: Missing staticfiles manifest entry for 'img/favicon.svg'"
