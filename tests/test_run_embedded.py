@@ -5,6 +5,7 @@ harness stops it — a signal to its whole process group — leaving no process 
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -170,6 +171,58 @@ def test_the_log_says_what_happens_without_noise(portal):
     assert "No hostname was supplied" not in log
     assert "superuser privileges" not in log
     assert "demo cluster" in log  # a live GPU cluster per demo tenant in the emulator
+
+
+def _processes(pgid: int) -> list[tuple[int, int, str]]:
+    """(pid, parent pid, command line) of the group's running processes."""
+    out = subprocess.run(["ps", "-wweo", "pgid=,pid=,ppid=,stat=,args="], capture_output=True, text=True).stdout
+    rows = [line.split(None, 4) for line in out.splitlines()]
+    return [
+        (int(pid), int(ppid), args) for group, pid, ppid, stat, args in rows if group == str(pgid) and stat[0] != "Z"
+    ]
+
+
+def _celery_main(portal: Portal, marker: str) -> int | None:
+    """The Celery process whose command line has `marker` and whose parent is not Celery (not a pool process)."""
+    processes = _processes(portal.process.pid)
+    args_of = {pid: args for pid, _, args in processes}
+    found = [pid for pid, ppid, args in processes if marker in args and "celery" not in args_of.get(ppid, "")]
+    return found[0] if found else None
+
+
+def _wait_for(what: str, predicate, portal: Portal, timeout: float = 120):
+    deadline = time.monotonic() + timeout
+    while not (result := predicate()):
+        if time.monotonic() > deadline:
+            pytest.fail(f"not within {timeout} s: {what}\n{portal.log.read_text()[-3000:]}")
+        time.sleep(0.5)
+    return result
+
+
+def _readies(portal: Portal, name: str) -> int:
+    """How often a worker named `name` said it took its queue ("worker@host ready.")."""
+    return len(re.findall(rf"\b{name}@\S+ ready\.", portal.log.read_text()))
+
+
+@pytest.mark.parametrize(
+    ("name", "marker", "is_worker"),
+    [("worker", "--queues=celery", True), ("poller", "--queues=polls", True), ("beat", " beat ", False)],
+)
+def test_a_celery_process_killed_is_started_again_and_web_keeps_answering(portal, name, marker, is_worker):
+    """Seen: a worker that died (Redis gone, kombu's filesystem transport reading a half-written message) brought
+    all of `make run` down, or stayed dead. Killed -9 here, it is started again and said in the log; web answers."""
+    victim = _wait_for(f"a running {name}", lambda: _celery_main(portal, marker), portal)
+    said = f"run-embedded: {name} exited with rc=137, restarting in "
+    said_before = portal.log.read_text().count(said)
+    readies_before = _readies(portal, name)
+    os.kill(victim, signal.SIGKILL)
+    _wait_for(f"the log saying {name} exited", lambda: portal.log.read_text().count(said) > said_before, portal)
+    _wait_for(f"a new {name}", lambda: _celery_main(portal, marker) not in (None, victim), portal)
+    if is_worker:  # the new worker took its queue
+        _wait_for(f"{name} ready again", lambda: _readies(portal, name) > readies_before, portal)
+    assert portal.process.poll() is None, "make run kept running"
+    assert portal.get("/healthz")[0] == 200
+    assert portal.get("/login/")[0] == 200
 
 
 def test_term_to_the_process_group_leaves_no_process(portal):
