@@ -1,3 +1,5 @@
+import sys
+
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError, connection
@@ -7,6 +9,7 @@ from django.utils.translation import gettext as _
 from django.views import defaults
 from django.views.decorators.cache import never_cache
 
+from portal import database
 from portal.celery import app as celery_app
 
 
@@ -124,6 +127,8 @@ def page_not_found(request, exception=None):
 
 
 def server_error(request):
+    if database.connection_lost(sys.exception()):  # a database blip: 503, try again (portal/database.py)
+        return database.unavailable(request, sys.exception())
     if _wants_json(request):
         return JsonResponse({"detail": _("Server error: the team has been told.")}, status=500)
     return defaults.server_error(request)

@@ -1,0 +1,89 @@
+"""A database that does not answer — restarting, failing over, a connection the server dropped or refused — is a 503
+with Retry-After, not a 500: JSON under /api/, a page that says try again elsewhere.
+
+An idempotent read (GET, HEAD) is first tried once more on a fresh connection, after a short pause: a blip shorter
+than that is never seen. A write is never tried again here: its transaction went with the connection (nothing was
+written), and whether to send it again is the client's call. Django turns an exception anywhere in the request —
+a view, a middleware, a template — into the 500 handler (portal.views.server_error), which answers `unavailable()`
+for a lost connection; the middleware, outermost, sees that answer and retries a read.
+"""
+
+import logging
+import sqlite3
+import time
+
+from django.db import InterfaceError, OperationalError, connections
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.template.loader import render_to_string
+from django.utils.translation import gettext as _
+
+logger = logging.getLogger("portal.database")
+
+RETRY_AFTER_SECONDS = 5
+# A PostgreSQL restart refuses connections for about a second (0.7 s measured): a read waits this long, once.
+RETRY_PAUSE_SECONDS = 0.5
+IDEMPOTENT_METHODS = ("GET", "HEAD")
+
+# SQLSTATEs of a lost or refused connection: class 08 (connection exception), the server shutting down, crashed or
+# starting up (57P01-57P03), too many connections (53300). Others (a deadlock, a cancelled statement) are not.
+_LOST_SQLSTATES = ("57P01", "57P02", "57P03", "53300")
+# SQLite has no server: a file that cannot be opened, or stays locked past the busy timeout, is its refusal.
+_SQLITE_REFUSALS = ("unable to open database file", "database is locked", "disk I/O error")
+
+
+def connection_lost(exc: BaseException | None) -> bool:
+    """Whether `exc` says the database connection was lost or refused (not that a query was wrong)."""
+    if isinstance(exc, InterfaceError):  # a connection already closed or broken
+        return True
+    if not isinstance(exc, OperationalError):
+        return False
+    cause = exc.__cause__  # the driver's own exception (Django's DatabaseErrorWrapper)
+    sqlstate = getattr(cause, "sqlstate", None)
+    if sqlstate:
+        return sqlstate.startswith("08") or sqlstate in _LOST_SQLSTATES
+    if isinstance(cause, sqlite3.OperationalError):
+        return str(cause).startswith(_SQLITE_REFUSALS)
+    # psycopg's client-side errors carry no SQLSTATE: the connection could not be made, or it was lost.
+    return type(cause).__module__.partition(".")[0] == "psycopg"
+
+
+def unavailable(request: HttpRequest, exc: BaseException) -> HttpResponse:
+    """503 with Retry-After. The page is rendered without the request's context: its context processors query."""
+    if request.path.startswith("/api/"):
+        detail = _("The database is not answering just now. Try again in a few seconds.")
+        response = JsonResponse({"detail": detail}, status=503)
+    else:
+        response = HttpResponse(render_to_string("503.html"), status=503)
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    response.database_error = f"{exc.__class__.__name__}: {str(exc).strip()}"
+    # DatabaseUnavailableMiddleware logs it once, without the traceback: a dropped connection's says nothing more.
+    response._has_been_logged = True
+    return response
+
+
+def _in_transaction() -> bool:
+    return any(conn.in_atomic_block for conn in connections.all(initialized_only=True))
+
+
+class DatabaseUnavailableMiddleware:
+    """Outermost: a read answered `unavailable()` is tried once more on a fresh connection; each outcome is logged."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        error = getattr(response, "database_error", None)
+        # Inside a transaction (ATOMIC_REQUESTS, a test) its earlier work is gone: a retry would be a different request.
+        if error and request.method in IDEMPOTENT_METHODS and not _in_transaction():
+            logger.warning(
+                "Database connection lost during %s %s (%s): trying once more", request.method, request.path, error
+            )
+            for conn in connections.all(initialized_only=True):
+                conn.close_if_unusable_or_obsolete()  # Django's own check: a broken connection is closed, not reused
+            time.sleep(RETRY_PAUSE_SECONDS)
+            response = self.get_response(request)
+            error = getattr(response, "database_error", None)
+        if error:
+            logger.error("Database unavailable: 503 to %s %s (%s)", request.method, request.path, error)
+        return response
