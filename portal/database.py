@@ -5,7 +5,8 @@ An idempotent read (GET, HEAD) is first tried once more on a fresh connection, a
 than that is never seen. A write is never tried again here: its transaction went with the connection (nothing was
 written), and whether to send it again is the client's call. Django turns an exception anywhere in the request —
 a view, a middleware, a template — into the 500 handler (portal.views.server_error), which answers `unavailable()`
-for a lost connection; the middleware, outermost, sees that answer and retries a read.
+for a lost connection (as the middleware does for a view's exception); the middleware, outermost, sees that answer
+and retries a read.
 """
 
 import logging
@@ -70,6 +71,10 @@ class DatabaseUnavailableMiddleware:
 
     def __init__(self, get_response):
         self.get_response = get_response
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        # A view's own exception, answered here with DEBUG on too (the 500 handler answers the others, DEBUG off).
+        return unavailable(request, exception) if connection_lost(exception) else None
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)

@@ -124,6 +124,13 @@ def test_the_try_again_page_is_in_japanese(page_client, org, refused, settings):
     assert "ポータルは現在データベースに接続できません。" in response.text
 
 
+def test_with_debug_on_a_view_that_loses_the_database_is_a_503_too(page_client, org, refused, settings):
+    settings.DEBUG = True  # `DEBUG=1 make run`: Django's debug page would answer the 500 handler's exceptions
+    response = page_client.get(f"/orgs/{org.slug}/")
+    assert response.status_code == 503
+    assert "Try again in a moment" in response.text
+
+
 def test_the_api_answers_json_503_when_the_database_refuses(api, refused):
     response = api.get("/api/v1/organizations/")
     assert response.status_code == 503

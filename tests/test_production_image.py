@@ -129,7 +129,9 @@ class Image:
 
 def _tracked_files() -> list[str]:
     """What `docker build .` sends from a fresh clone: the tracked files, less .dockerignore's patterns."""
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True).stdout
+    if not listed:  # not a git checkout (an unpacked archive): the whole tree, as `docker build .` would send it
+        listed = b"\0".join(str(p.relative_to(ROOT)).encode() for p in ROOT.rglob("*") if p.is_file())
     ignore = [
         line.strip().rstrip("/")
         for line in (ROOT / ".dockerignore").read_text().splitlines()
@@ -573,3 +575,19 @@ def test_deep_health_renders_a_page(served):
     assert answer["database"] == "ok"
     assert answer["pages"] == "ok", answer
     assert status == (200 if answer["status"] == "ok" else 503)
+
+
+def test_connections_the_database_dropped_are_not_a_500(served, manager_browser, database_url):
+    """PostgreSQL ends every connection of the portal's database (a restart, a failover): the next requests are
+    answered on fresh connections — none is a 500."""
+    import psycopg
+
+    name = urlsplit(database_url).path.lstrip("/")
+    admin_url = urlsplit(database_url)._replace(path="/postgres").geturl()
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        ended = admin.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = %s", [name]
+        ).fetchone()[0]
+    assert ended >= 1  # gunicorn's workers keep their connections (CONN_MAX_AGE)
+    statuses = [manager_browser.get("/")[0] for _ in range(6)] + [served.browser.get("/login/")[0]]
+    assert statuses == [302] * 6 + [200], served.log_tail()
