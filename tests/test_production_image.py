@@ -12,7 +12,9 @@ Where the replay departs from Docker, and why:
   cannot download), so the venv stands for the image's site-packages only if it holds what the image would.
 - The image's user: `useradd` would change this machine's accounts, so the image's user is played by `nobody`
   (when the test runs as root: a `chown` to the image's user is a `chown` to it, and every step after USER and the
-  server run as it), or by the test's own user when it is not root (it cannot switch users then).
+  server run as it, through setpriv), or by the test's own user when it is not root (it cannot switch users then).
+  Where the machine's Python lies out of nobody's reach (pyenv under /root), nobody keeps the right to read any file
+  and the files' modes are checked instead (_stand_in_user).
 - The compose network: the service names `postgres` and `redis` become this machine's servers (a database made
   for the test), the published port 8000 a free port on the loopback.
 - The TLS proxy compose expects in front (BEHIND_TLS_PROXY and SECURE_SSL_REDIRECT keep compose's defaults, True):
