@@ -3,6 +3,9 @@ records the failure itself (issue 22, item 2). The arithmetic is checked against
 the behaviour against real sockets: an endpoint that accepts and never answers, and one that refuses."""
 
 import signal
+import threading
+import time
+from contextlib import contextmanager
 
 import pytest
 from celery.contrib.testing.worker import start_worker
@@ -75,23 +78,38 @@ def test_botocore_makes_exactly_the_attempts_the_profile_allows(refusing_endpoin
 def test_the_soft_time_limit_ends_a_hung_call_at_once_instead_of_being_retried(black_hole, quick_profiles):
     """Seen in every poll batch during a black-hole: botocore wrapped Celery's SoftTimeLimitExceeded (raised inside
     the socket read) in an HTTPClientError, took it for a network error and retried, so the call went on to the hard
-    limit. Here the soft limit arrives half a second into a call allowed 3 attempts of 10 s."""
+    limit. Here the soft limit arrives while the first of 3 attempts of 10 s waits for its answer."""
     quick_profiles("task", connect=1, read=10, attempts=3)
-
-    def soft_limit(signum, frame):
-        raise SoftTimeLimitExceeded()
-
-    previous = signal.signal(signal.SIGALRM, soft_limit)
-    signal.setitimer(signal.ITIMER_REAL, 0.5)
-    try:
-        with pytest.raises(SoftTimeLimitExceeded):
-            session_for(AccountAccess(role_arn=ROLE_ARN, external_id="", region="us-east-1"))
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    with soft_limit_when(lambda: black_hole.connections == 1), pytest.raises(SoftTimeLimitExceeded):
+        session_for(AccountAccess(role_arn=ROLE_ARN, external_id="", region="us-east-1"))
     assert black_hole.connections == 1  # not retried
     [tally] = calls.drain()
     assert (tally.service, tally.failures, tally.last_failure) == ("sts", 1, "stopped at the task's time limit")
+
+
+@contextmanager
+def soft_limit_when(condition):
+    """Deliver a soft time limit the way Celery's pool does (a signal the main thread handles, raising
+    SoftTimeLimitExceeded wherever it is), once `condition` holds: here, once the call waits on its socket."""
+
+    def raise_soft_limit(signum, frame):
+        raise SoftTimeLimitExceeded()
+
+    def deliver():
+        deadline = time.monotonic() + 20
+        while not condition() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGUSR1)
+
+    previous = signal.signal(signal.SIGUSR1, raise_soft_limit)
+    thread = threading.Thread(target=deliver, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        thread.join()
+        signal.signal(signal.SIGUSR1, previous)
 
 
 @pytest.mark.django_db(transaction=True)

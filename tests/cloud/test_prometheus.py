@@ -5,7 +5,6 @@ import hashlib
 import hmac
 import json
 import re
-import signal
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -20,6 +19,7 @@ from portal.cloud import calls
 from portal.cloud.errors import PermanentCloudError, TransientCloudError
 from portal.cloud.prometheus import PrometheusEndpoint, query
 from portal.cloud.session import CloudSession
+from tests.cloud.test_budget import soft_limit_when
 from tests.health.prometheus_server import free_port, prometheus  # noqa: F401
 from workloads.health.dcgm import prometheus_vector_pairs
 
@@ -299,15 +299,5 @@ def test_the_soft_time_limit_ends_a_hung_query_as_itself(stub):
     """botocore's HTTP layer wraps Celery's SoftTimeLimitExceeded in an HTTPClientError; it was reported as "could
     not connect". It is the task's time limit, and the task handles it as such."""
     stub.delay = 5.0
-    previous = signal.signal(signal.SIGALRM, _soft_limit)
-    signal.setitimer(signal.ITIMER_REAL, 0.3)
-    try:
-        with pytest.raises(SoftTimeLimitExceeded):
-            query(PrometheusEndpoint(stub.url), XID, at=T0, timeout=10)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-def _soft_limit(signum, frame):
-    raise SoftTimeLimitExceeded()
+    with soft_limit_when(lambda: stub.requests), pytest.raises(SoftTimeLimitExceeded):
+        query(PrometheusEndpoint(stub.url), XID, at=T0, timeout=10)
