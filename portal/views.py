@@ -66,8 +66,9 @@ def healthz(request):
     503 only when the database does not answer: without it web can serve nothing. A broker that is down does not
     stop web (requests still succeed and the reconcilers send their work later: portal.queue), so it answers 200
     with `status: degraded` and says so, like a queue whose worker stopped (`worker`, from each queue's heartbeat:
-    workloads.operations). `?deep=1` is the operators' check: each queue's heartbeat, the messages waiting, beat's
-    last heartbeat sent and the work the reconcilers are catching up on — 503 when any of it is wrong.
+    workloads.operations). `?deep=1` is the operators' check: each queue's heartbeat and live consumers, the messages
+    waiting, beat's last heartbeat sent, the work the reconcilers are catching up on and the AWS endpoints whose
+    latest calls failed — 503 when any of it is wrong, each named in `problems`.
     """
     from workloads.operations import health
 
@@ -80,16 +81,26 @@ def healthz(request):
         body["status"] = "degraded"
     if request.GET.get("deep") != "1":
         return JsonResponse(body, status=200)
-    depths = _queue_depths() if checks["broker"] == "ok" else {}
+    broker_ok = checks["broker"] == "ok"
+    depths = _queue_depths() if broker_ok else {}
+    consumers = health.queue_consumers(celery_app) if broker_ok else "unknown: the broker is down"
     for queue, state in queues.items():
         state["waiting_messages"] = depths.get(queue, "unknown")
-    backlog = health.backlog()
-    body.update(queues=queues, beat=health.beat_state(), backlog=backlog)
-    late = backlog["late_clusters"]["count"] or backlog["unsent_case_emails"]["count"]
-    if body["worker"] != "ok" or body["beat"] != "ok" or late:
-        body["status"] = "degraded"
+        state["consumers"] = consumers.get(queue, "unknown") if isinstance(consumers, dict) else "unknown"
+    body.update(
+        queues=queues,
+        consumers=health.consumer_state(consumers),
+        beat=health.beat_state(),
+        backlog=health.backlog(),
+        aws=health.aws_state(),
+    )
+    body["problems"] = health.problems(
+        broker=checks["broker"], **{key: body[key] for key in ("worker", "consumers", "beat", "backlog", "aws")}
+    )
     body["pages"] = _page_state(request)
     if body["pages"] != "ok":
+        body["problems"].append(f"pages: {body['pages']}")
+    if body["problems"]:
         body["status"] = "degraded"
     return JsonResponse(body, status=200 if body["status"] == "ok" else 503)
 

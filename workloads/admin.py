@@ -3,6 +3,7 @@ from django.contrib import admin
 from workloads.models import (
     ActionItem,
     CaseEvent,
+    CloudCallTally,
     Cluster,
     ClusterEvent,
     ClusterInstanceGroup,
@@ -136,6 +137,15 @@ class WorkerHeartbeatAdmin(ReadOnlyAdmin):
     """Each queue's last heartbeat and the worker that ran it (what /healthz reports, with the host)."""
 
     list_display = ["queue", "worker", "sent_at", "ran_at"]
+
+
+@admin.register(CloudCallTally)
+class CloudCallTallyAdmin(ReadOnlyAdmin):
+    """AWS calls per endpoint and minute (what /healthz?deep=1 reads, with the whole account id)."""
+
+    list_display = ["minute", "service", "region", "account", "calls", "failures", "last_failure"]
+    list_filter = ["service", "region"]
+    search_fields = ["account"]
 
 
 # --- What clusters report (issue 15) --------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from workloads.clusters.models import (
 )
 from workloads.health.models import HealthEvent, PrometheusSource
 from workloads.jobs.models import Job
-from workloads.operations.models import WorkerHeartbeat
+from workloads.operations.models import CloudCallTally, WorkerHeartbeat
 from workloads.records.models import (
     MAX_PARALLEL_DEGREE,
     STORAGE_SHORT,
@@ -54,6 +54,7 @@ __all__ = [
     "ActionItem",
     "BilledCost",
     "CaseEvent",
+    "CloudCallTally",
     "Cluster",
     "ClusterEvent",
     "ClusterInstanceGroup",

@@ -22,6 +22,16 @@ HYPERPOD_EKS = "hyperpod_eks"
 PARALLELCLUSTER = "parallelcluster"
 
 
+def worst_case_seconds(kind: str) -> float:
+    """The longest one cloud call of `kind` lasts before it gives up: a boto3 profile ("task", "poll":
+    session.PROFILES) or "prometheus" (one query). A task declares the kinds it makes (its `cloud_calls`)."""
+    from portal.cloud import prometheus, session
+
+    if kind == "prometheus":
+        return 2 * prometheus.QUERY_TIMEOUT  # connect, then read, no retry
+    return session.worst_case_seconds(kind)
+
+
 def get_provider(kind: str, session: CloudSession):
     """One provider per cluster kind; all share create / describe / list_nodes / delete."""
     from portal.cloud.hyperpod import HyperPodProvider
@@ -57,4 +67,5 @@ __all__ = [
     "clear_session_cache",
     "get_provider",
     "session_for",
+    "worst_case_seconds",
 ]

@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-from botocore.exceptions import (
-    ClientError,
-    ConnectionClosedError,
-    ConnectTimeoutError,
-    EndpointConnectionError,
-    ReadTimeoutError,
-)
+from botocore.exceptions import ClientError, HTTPClientError, ReadTimeoutError
+from botocore.exceptions import ConnectionError as BotoConnectionError
 
 
 class CloudError(Exception):
@@ -56,7 +51,8 @@ TRANSIENT_CODES = frozenset(
         "IDPCommunicationError",
     }
 )
-_CONNECTION_ERRORS = (EndpointConnectionError, ConnectTimeoutError, ReadTimeoutError, ConnectionClosedError)
+# What botocore's own retry mode takes for the network: no connection, a timeout, a connection dropped mid-answer.
+_CONNECTION_ERRORS = (BotoConnectionError, HTTPClientError)
 
 
 def error_code(error: ClientError) -> str:
@@ -77,6 +73,8 @@ def classify(error: Exception) -> CloudError:
         if code in TRANSIENT_CODES or status >= 500:
             return TransientCloudError(message, code=code)
         return PermanentCloudError(message, code=code)
+    if isinstance(error, ReadTimeoutError):
+        return TransientCloudError(f"AWS did not answer in time ({error}).", code=type(error).__name__)
     if isinstance(error, _CONNECTION_ERRORS):
         return TransientCloudError(str(error), code=type(error).__name__)
     return PermanentCloudError(str(error), code=type(error).__name__)

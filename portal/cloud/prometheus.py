@@ -20,6 +20,7 @@ from botocore.exceptions import ConnectTimeoutError, HTTPClientError, ReadTimeou
 from botocore.httpsession import URLLib3Session
 from botocore.utils import get_environ_proxies
 
+from portal.cloud import calls
 from portal.cloud.errors import PermanentCloudError, TransientCloudError
 
 if TYPE_CHECKING:
@@ -33,7 +34,10 @@ class PrometheusEndpoint:
     session: CloudSession | None = None  # whose credentials sign; None: the portal's own default credentials
 
 
-def query(endpoint: PrometheusEndpoint, promql: str, *, at: datetime, timeout: float = 10.0) -> dict[str, Any]:
+QUERY_TIMEOUT = 10.0  # seconds to connect, and again to read the answer
+
+
+def query(endpoint: PrometheusEndpoint, promql: str, *, at: datetime, timeout: float = QUERY_TIMEOUT) -> dict[str, Any]:
     """The JSON body of GET {url}/api/v1/query?query=…&time=<unix seconds> (an instant query at `at`)."""
     if at.utcoffset() is None:
         raise ValueError("`at` must be timezone-aware: a naive datetime has no single unix time.")
@@ -46,27 +50,18 @@ def query(endpoint: PrometheusEndpoint, promql: str, *, at: datetime, timeout: f
     request = AWSRequest(method="GET", url=f"{base}/api/v1/query?{params}", headers={"Accept": "application/json"})
     if endpoint.region:
         _sign(request, endpoint)
+    # Connecting and reading each may take `timeout`: not started when the running task has not that long left.
+    calls.ensure_time_for(2 * timeout, what=f"a query to Prometheus at {shown}")
     # Same proxy rules (HTTPS_PROXY, NO_PROXY) as the boto3 clients of this deployment.
     http = URLLib3Session(timeout=timeout, proxies=get_environ_proxies(request.url))
     try:
         response = http.send(request.prepare())
-    except (ConnectTimeoutError, ReadTimeoutError) as error:
-        raise TransientCloudError(
-            f"Prometheus at {shown} did not answer within {timeout:g} seconds; a later attempt may succeed.",
-            code="Timeout",
-        ) from error
-    except SSLError as error:  # a certificate that does not match will not start matching on a retry
-        raise PermanentCloudError(
-            f"The TLS connection to Prometheus at {shown} failed ({_scrub(error, secret)}). Check the URL and its "
-            "certificate.",
-            code="SSLError",
-        ) from error
-    except (BotoConnectionError, HTTPClientError) as error:  # connection refused, DNS failure, dropped connection
-        raise TransientCloudError(
-            f"Could not connect to Prometheus at {shown} ({_scrub(error, secret)}). Check that the URL is right and "
-            "the server is running; a later attempt may succeed.",
-            code="ConnectionError",
-        ) from error
+    except Exception as error:
+        _record(endpoint, calls.failure_of(error))
+        if (interrupt := calls.soft_limit_interrupt(error)) is not None:
+            raise interrupt from None  # the task's soft time limit, which botocore's HTTP layer wrapped
+        _raise_for(error, shown=shown, secret=secret, timeout=timeout)
+        raise
     finally:
         http.close()
     status, body = response.status_code, response.content
@@ -74,6 +69,7 @@ def query(endpoint: PrometheusEndpoint, promql: str, *, at: datetime, timeout: f
         payload = json.loads(body)
     except ValueError:
         payload = None
+    _record(endpoint, calls.failure_of_answer(status, "Throttling" if status == 429 else ""))
     if status == 429 or status >= 500:
         raise TransientCloudError(
             f"Prometheus at {shown} answered HTTP {status}: {_detail(payload, body)}. This is usually temporary: "
@@ -92,6 +88,35 @@ def query(endpoint: PrometheusEndpoint, promql: str, *, at: datetime, timeout: f
             code="NotJson",
         )
     return payload
+
+
+def _record(endpoint: PrometheusEndpoint, failure: str) -> None:
+    """Amazon Managed Service for Prometheus is an AWS endpoint: its outcomes count with the others (a self-managed
+    server's show on its source's page only)."""
+    if endpoint.region:
+        account = endpoint.session.account_id if endpoint.session else ""
+        calls.record(account=account, region=endpoint.region, service="aps", failure=failure)
+
+
+def _raise_for(error: Exception, *, shown: str, secret: str | None, timeout: float) -> None:
+    """The CloudError for a request that got no answer, if it is one of those."""
+    if isinstance(error, ConnectTimeoutError | ReadTimeoutError):
+        raise TransientCloudError(
+            f"Prometheus at {shown} did not answer within {timeout:g} seconds; a later attempt may succeed.",
+            code="Timeout",
+        ) from error
+    if isinstance(error, SSLError):  # a certificate that does not match will not start matching on a retry
+        raise PermanentCloudError(
+            f"The TLS connection to Prometheus at {shown} failed ({_scrub(error, secret)}). Check the URL and its "
+            "certificate.",
+            code="SSLError",
+        ) from error
+    if isinstance(error, BotoConnectionError | HTTPClientError):  # connection refused, DNS failure, dropped connection
+        raise TransientCloudError(
+            f"Could not connect to Prometheus at {shown} ({_scrub(error, secret)}). Check that the URL is right and "
+            "the server is running; a later attempt may succeed.",
+            code="ConnectionError",
+        ) from error
 
 
 def _sign(request: AWSRequest, endpoint: PrometheusEndpoint) -> None:

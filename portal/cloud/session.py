@@ -16,19 +16,40 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 from django.conf import settings
 
+from portal.cloud import calls
 from portal.cloud.errors import PermanentCloudError, classify
 
-# botocore's "standard" retry mode backs off exponentially (with jitter) on throttling and
-# transient errors inside one call; the Celery task retries what is left over.
-RETRY_CONFIG = {"mode": "standard", "max_attempts": 5}  # retries after the first attempt
-# Two profiles of call. Provisioning and deletion are patient: botocore retries, then the task does, for
-# as long as the cluster page shows. Polls are quick: a poll asks again a minute later anyway, and a hanging
-# endpoint (one that accepts the connection and never answers) must not hold a worker slot for minutes —
-# at 60 s × 6 attempts one batch held a slot for 8 minutes while beat queued duplicates behind it.
+# Two profiles of call, each bounded by botocore's own timeouts and retry budget so that one call ends — answered or
+# failed — inside the soft time limit of every task that makes it (worst_case_seconds; tests/cloud/test_budget.py
+# checks the tasks' limits against it). botocore's "standard" retry mode backs off exponentially with jitter on
+# throttling and transient errors within one call; the task retries what is left over.
+# Provisioning and deletion are patient: a control-plane call answers in a second or two, 30 s to read is ample.
+# Polls are quick: a poll asks again a minute later anyway, and an endpoint that accepts the connection and never
+# answers must not hold a poll slot.
 PROFILES = {
-    "task": {"retries": dict(RETRY_CONFIG), "connect_timeout": 10, "read_timeout": 60},
-    "poll": {"retries": {"mode": "standard", "max_attempts": 1}, "connect_timeout": 3, "read_timeout": 10},
+    "task": {"retries": {"mode": "standard", "total_max_attempts": 3}, "connect_timeout": 5, "read_timeout": 30},
+    "poll": {"retries": {"mode": "standard", "total_max_attempts": 2}, "connect_timeout": 2, "read_timeout": 5},
 }
+# botocore's standard mode: before retry i (1-based) it waits at most min(2 ** (i - 1), 20) s, raised by up to 5 s
+# more when the answer carries x-amz-retry-after (botocore.retries.standard.ExponentialBackoff).
+_MAX_BACKOFF, _RETRY_AFTER_EXTRA = 20, 5
+
+
+def attempt_seconds(profile: str) -> float:
+    """The longest one attempt lasts: connecting, then waiting for the answer (botocore's read timeout is per socket
+    read; an endpoint that trickles an answer byte by byte could take longer, which the soft time limit ends)."""
+    settings_ = PROFILES[profile]
+    return settings_["connect_timeout"] + settings_["read_timeout"]
+
+
+def worst_case_seconds(profile: str) -> float:
+    """The longest one call of this profile lasts before it gives up: every attempt to its timeouts, and the longest
+    backoff between them."""
+    attempts = PROFILES[profile]["retries"]["total_max_attempts"]
+    backoff = sum(min(2 ** (retry - 1), _MAX_BACKOFF) + _RETRY_AFTER_EXTRA for retry in range(1, attempts))
+    return attempts * attempt_seconds(profile) + backoff
+
+
 _REFRESH_MARGIN = timedelta(minutes=5)
 
 
@@ -75,6 +96,8 @@ class CloudSession:
         self.profile = profile
         self._clients: dict[str, object] = {}
         self._lock = threading.Lock()
+        # On the session, so every client made from it (a provider library's too) is watched (portal.cloud.calls).
+        calls.watch(session.events, account=account_id, region=region, attempt_seconds=attempt_seconds(profile))
 
     def client(self, service: str):
         # boto3 clients are thread-safe; sessions are not, hence the lock around creation.
@@ -116,7 +139,10 @@ def session_for(access: AccountAccess, *, profile: str = "task") -> CloudSession
         cached = _cache.get((access, profile))
         if cached and cached[1] - _REFRESH_MARGIN > now:
             return cached[0]
+    arn = access.role_arn.split(":")
+    account_id = arn[4] if len(arn) > 4 else ""
     base = boto3.Session(region_name=access.region)
+    calls.watch(base.events, account=account_id, region=access.region, attempt_seconds=attempt_seconds(profile))
     sts = base.client("sts", region_name=access.region, endpoint_url=endpoint_url(), config=client_config(profile))
     try:
         params = {"RoleArn": access.role_arn, "RoleSessionName": access.session_name, "DurationSeconds": 3600}
@@ -131,7 +157,6 @@ def session_for(access: AccountAccess, *, profile: str = "task") -> CloudSession
         aws_session_token=credentials["SessionToken"],
         region_name=access.region,
     )
-    account_id = access.role_arn.split(":")[4]
     cloud_session = CloudSession(session, access.region, account_id, profile)
     expires = credentials["Expiration"]
     if expires.tzinfo is None:

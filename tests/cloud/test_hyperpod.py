@@ -157,7 +157,7 @@ def test_throttling_that_outlasts_the_retries_is_a_transient_error(session, no_s
     with pytest.raises(TransientCloudError) as raised:
         HyperPodProvider(session).describe("fmp-1-llm")
     assert raised.value.code == "ThrottlingException"
-    assert len(no_sleep) == 5  # six attempts in all: the first and five retries
+    assert len(no_sleep) == 2  # three attempts in all (the "task" profile): the first and two retries
 
 
 def test_permanent_error_carries_the_clouds_message(session, no_sleep):

@@ -13,10 +13,13 @@ from urllib.parse import parse_qs, quote, unquote
 
 import boto3
 import pytest
+from celery.exceptions import SoftTimeLimitExceeded
 
+from portal.cloud import calls
 from portal.cloud.errors import PermanentCloudError, TransientCloudError
 from portal.cloud.prometheus import PrometheusEndpoint, query
 from portal.cloud.session import CloudSession
+from tests.cloud.test_budget import soft_limit_when
 from tests.health.prometheus_server import free_port, prometheus  # noqa: F401
 from workloads.health.dcgm import prometheus_vector_pairs
 
@@ -266,3 +269,35 @@ def test_a_slow_endpoint_times_out_as_transient(stub):
     stub.delay = 1.0
     with pytest.raises(TransientCloudError, match="did not answer within 0.2 seconds"):
         query(PrometheusEndpoint(stub.url), XID, at=T0, timeout=0.2)
+
+
+# -- Outcomes counted for deep health, and the task's time (portal.cloud.calls) ------------------------------------
+
+
+def test_amp_outcomes_are_counted_per_account_and_region_and_a_plain_servers_are_not(stub):
+    stub.respond(503, {"message": "Service is unavailable, try again"})
+    signer = boto3.Session(aws_access_key_id=AKID, aws_secret_access_key=SECRET, aws_session_token=TOKEN)
+    amp = PrometheusEndpoint(stub.url, region="us-east-1", session=CloudSession(signer, "us-east-1", "111122223333"))
+    with pytest.raises(TransientCloudError):
+        query(amp, XID, at=T0)
+    stub.respond(200, VECTOR)
+    query(amp, XID, at=T0)
+    query(PrometheusEndpoint(stub.url), XID, at=T0)  # not AWS: shown on its source only
+    [tally] = calls.drain()
+    assert (tally.account, tally.region, tally.service) == ("111122223333", "us-east-1", "aps")
+    assert (tally.calls, tally.failures, tally.last_failure) == (2, 1, "HTTP 503")
+
+
+def test_a_query_that_could_not_end_before_the_tasks_deadline_is_not_sent(stub):
+    stub.respond(200, VECTOR)
+    with calls.time_budget(0), pytest.raises(calls.OutOfTime, match="a query to Prometheus"):
+        query(PrometheusEndpoint(stub.url), XID, at=T0)
+    assert stub.requests == []
+
+
+def test_the_soft_time_limit_ends_a_hung_query_as_itself(stub):
+    """botocore's HTTP layer wraps Celery's SoftTimeLimitExceeded in an HTTPClientError; it was reported as "could
+    not connect". It is the task's time limit, and the task handles it as such."""
+    stub.delay = 5.0
+    with soft_limit_when(lambda: stub.requests), pytest.raises(SoftTimeLimitExceeded):
+        query(PrometheusEndpoint(stub.url), XID, at=T0, timeout=10)

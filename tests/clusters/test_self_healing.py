@@ -321,8 +321,9 @@ def test_polls_use_short_timeouts_and_provisioning_keeps_its_patient_retries(run
     from portal.cloud.session import client_config
 
     poll, task = client_config("poll"), client_config("task")
-    assert (poll.connect_timeout, poll.read_timeout, poll.retries["max_attempts"]) == (3, 10, 1)
-    assert (task.connect_timeout, task.read_timeout, task.retries["max_attempts"]) == (10, 60, 5)
+    # Attempts in all, the first included (tests/cloud/test_budget.py checks both against the tasks' time limits).
+    assert (poll.connect_timeout, poll.read_timeout, poll.retries["total_max_attempts"]) == (2, 5, 2)
+    assert (task.connect_timeout, task.read_timeout, task.retries["total_max_attempts"]) == (5, 30, 3)
     assert provisioning.poll_provider_for(running_cluster).session.profile == "poll"
     assert provisioning.provider_for(running_cluster).session.profile == "task"
 

@@ -35,8 +35,10 @@ MAX_BACKOFF_SECONDS = 600
 # A poll batch starts within its claim (provisioning.claim_clusters_to_poll, 30 s) or expires, and gives up
 # its slot within the next 30 s; what it did not reach is polled at a later tick.
 POLL_SOFT_LIMIT, POLL_HARD_LIMIT = 25, 30
-# Provisioning and deletion: past the soft limit a hanging cloud call is given up and retried like any
-# transient error; the hard limit is the lease the reconciler waits out before sending the task again.
+# Provisioning and deletion: each cloud call gives up inside the soft limit on botocore's own timeouts and retries
+# (portal.cloud.session.PROFILES, checked in tests/cloud/test_budget.py), and no call starts that could not end
+# before it (portal.cloud.calls), so the task records the failure and retries; the soft limit itself is the backstop,
+# and the hard limit is the lease the reconciler waits out before sending the task again.
 TASK_SOFT_LIMIT = max(settings.CLUSTER_TASK_TIME_LIMIT - 30, 10)
 TASK_HARD_LIMIT = settings.CLUSTER_TASK_TIME_LIMIT
 
@@ -53,6 +55,7 @@ def _cluster_task(**options):
         max_retries=None,  # _run counts the failed attempts on the cluster row and gives up after MAX_RETRIES
         soft_time_limit=TASK_SOFT_LIMIT,
         time_limit=TASK_HARD_LIMIT,
+        cloud_calls=("task",),  # portal.cloud.worst_case_seconds: each call gives up inside the soft limit
         **options,
     )
 
@@ -98,6 +101,7 @@ def delete_cluster(self, cluster_id: int) -> str:
     max_retries=MAX_RETRIES,
     soft_time_limit=TASK_SOFT_LIMIT,
     time_limit=TASK_HARD_LIMIT,
+    cloud_calls=("task",),
 )
 def delete_cloud_cluster(self, cluster_id: int, cloud_name: str) -> str:
     """Remove a failed attempt's leftover cloud cluster after a retry picked a new name."""
@@ -121,7 +125,12 @@ def poll_clusters() -> int:
     return len(ids)
 
 
-@shared_task(name=NAMES + "poll_cluster_batch", soft_time_limit=POLL_SOFT_LIMIT, time_limit=POLL_HARD_LIMIT)
+@shared_task(
+    name=NAMES + "poll_cluster_batch",
+    soft_time_limit=POLL_SOFT_LIMIT,
+    time_limit=POLL_HARD_LIMIT,
+    cloud_calls=("poll",),
+)
 def poll_cluster_batch(cluster_ids: list[int]) -> dict[str, int]:
     # A poll is a read plus an idempotent sync; one that fails is simply repeated by the next tick.
     try:

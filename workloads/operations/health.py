@@ -8,8 +8,12 @@ from django.utils import timezone
 
 from workloads.operations.models import WorkerHeartbeat
 
-# Beat sends a heartbeat every 30 s: one not run for this long means no worker is taking that queue's work.
-STALE_AFTER_SECONDS = 120
+# Beat sends a heartbeat every 30 s: one more than 60 s late means no worker is taking that queue's work.
+HEARTBEAT_SECONDS = 30
+STALE_AFTER_SECONDS = HEARTBEAT_SECONDS + 60
+# How long deep health waits for workers to say which queues they consume (a live worker answers in milliseconds;
+# a killed one, or one whose broker connection is gone, never does).
+CONSUMER_REPLY_SECONDS = 1.0
 
 
 def queue_states(now=None) -> dict[str, dict]:
@@ -83,3 +87,52 @@ def backlog(now=None) -> dict[str, dict]:
         },
         "unsent_case_emails": {"count": unnotified_events().count()},
     }
+
+
+def queue_consumers(app, *, timeout: float = CONSUMER_REPLY_SECONDS) -> dict[str, int] | str:
+    """Per queue, how many live workers consume it: those that answer a broadcast (Celery's `inspect
+    active_queues`) within `timeout`. Unlike a heartbeat, it sees a worker killed a second ago."""
+    try:
+        replies = app.control.inspect(timeout=timeout).active_queues() or {}
+    except Exception as exc:  # kombu raises transport-specific errors
+        return f"unknown: {exc.__class__.__name__}: {exc}".strip()
+    counts = dict.fromkeys(settings.WORKER_QUEUES, 0)
+    for queues in replies.values():
+        for queue in queues or []:
+            if queue.get("name") in counts:
+                counts[queue["name"]] += 1
+    return counts
+
+
+def consumer_state(consumers: dict[str, int] | str) -> str:
+    if isinstance(consumers, str):
+        return consumers
+    missing = sorted(queue for queue, count in consumers.items() if not count)
+    if missing:
+        return (
+            f"missing: no live worker consumes {', '.join(missing)} (none answered within {CONSUMER_REPLY_SECONDS:g} s)"
+        )
+    return "ok"
+
+
+def aws_state(now=None) -> dict:
+    """AWS endpoints (account × region × service) whose latest call in the last minutes failed or timed out."""
+    from workloads.operations.cloud_calls import failing_endpoints
+
+    failing = failing_endpoints(now)
+    return {"state": "failing" if failing else "ok", "failing": failing}
+
+
+def problems(*, broker: str, worker: str, consumers: str, beat: str, backlog: dict, aws: dict) -> list[str]:
+    """Each failing check of the deep health answer, named in a line an operator can act on."""
+    found = [f"{name}: {state}" for name, state in (("broker", broker), ("worker", worker)) if state != "ok"]
+    if consumers != "ok":
+        found.append(f"consumers: {consumers}")
+    if beat != "ok":
+        found.append(f"beat: {beat}")
+    if late := backlog["late_clusters"]["count"]:
+        found.append(f"backlog: {late} late clusters, oldest {backlog['late_clusters']['oldest_seconds']:g} s")
+    if unsent := backlog["unsent_case_emails"]["count"]:
+        found.append(f"backlog: {unsent} case emails not sent")
+    found += [f"aws: {endpoint['summary']}" for endpoint in aws["failing"]]
+    return found

@@ -20,3 +20,32 @@ class WorkerHeartbeat(models.Model):
     @property
     def waited_seconds(self) -> float:
         return max((self.ran_at - self.sent_at).total_seconds(), 0.0)
+
+
+class CloudCallTally(models.Model):
+    """Calls to one AWS endpoint (account × region × service) within one minute, as the processes that made them
+    counted them (portal.cloud.calls; written after each task, never once per call). /healthz?deep=1 names an
+    endpoint whose latest call failed."""
+
+    account = models.CharField(_("AWS account"), max_length=12, blank=True)  # blank: the portal's own account
+    region = models.CharField(_("region"), max_length=32)
+    service = models.CharField(_("service"), max_length=64)
+    minute = models.DateTimeField(_("minute"))
+    calls = models.PositiveIntegerField(_("calls"), default=0)
+    failures = models.PositiveIntegerField(_("failures"), default=0)
+    last_failure = models.CharField(_("last failure"), max_length=200, blank=True)
+    last_failure_at = models.DateTimeField(_("last failure at"), null=True, blank=True)
+    last_success_at = models.DateTimeField(_("last success at"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("AWS call tally")
+        verbose_name_plural = _("AWS call tallies")
+        constraints = [
+            models.UniqueConstraint(fields=["account", "region", "service", "minute"], name="unique_cloud_call_minute")
+        ]
+        indexes = [models.Index(fields=["minute"])]
+
+    def __str__(self) -> str:
+        return (
+            f"{self.service} {self.region} {self.account or 'portal'} {self.minute:%H:%M}: {self.failures}/{self.calls}"
+        )

@@ -35,6 +35,11 @@ def send_weekly_digest() -> int:
 @shared_task(
     name="workloads.usage.fetch_billed_costs",
     acks_late=True,
+    # One Cost Explorer call per organization: each ends inside the soft limit, and none starts past it
+    # (portal.cloud.calls), so a hanging endpoint costs one bounded run and a retry, never the hard limit.
+    soft_time_limit=600,
+    time_limit=660,
+    cloud_calls=("task",),
     autoretry_for=(TransientCloudError,),
     retry_backoff=30,
     retry_jitter=True,
