@@ -260,3 +260,4 @@ def test_a_static_setup_that_breaks_every_page_fails_the_deep_check(client, sett
     assert deep.status_code == 503
     assert deep.json()["status"] == "degraded"
     assert deep.json()["pages"] == "down: ValueError: Missing staticfiles manifest entry for 'img/favicon.svg'"
+    assert f"pages: {deep.json()['pages']}" in deep.json()["problems"]
