@@ -206,6 +206,12 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CLUSTER_TASK_TIME_LIMIT = env_int("CLUSTER_TASK_TIME_LIMIT", 300)
 CLUSTER_QUEUE_WAIT = env_int("CLUSTER_QUEUE_WAIT", 120)
 RECONCILE_GRACE = env_int("RECONCILE_GRACE", 60)
+# A running provisioning attempt renews its lease on the cluster every heartbeat; one whose lease ran out (its
+# worker was killed, or lost the database) is sent again by the reconciler's next run, without the grace.
+CLUSTER_HEARTBEAT_SECONDS = env_int("CLUSTER_HEARTBEAT_SECONDS", 30)
+CLUSTER_LEASE_SECONDS = env_int("CLUSTER_LEASE_SECONDS", 90)
+if not 0 < 2 * CLUSTER_HEARTBEAT_SECONDS <= CLUSTER_LEASE_SECONDS:
+    raise ImproperlyConfigured("CLUSTER_LEASE_SECONDS must cover two heartbeats (CLUSTER_HEARTBEAT_SECONDS) at least.")
 
 # --- AWS ------------------------------------------------------------------------------------
 # boto3 honours AWS_ENDPOINT_URL for every client; `make run` points it at the local emulator.
