@@ -136,9 +136,7 @@ def delete_created(cluster: Cluster, provider, *, status: str, claim: str | None
             log.exception("cluster %s: could not delete %s, left in AWS", cluster.pk, cluster.cloud_name)
             raise
         return "deleted"
-    provider.delete(cluster.cloud_name, storage_kind=storage_kind)
-    apply_description(cluster, provider.describe(cluster.cloud_name), nodes=None)
-    return "deleted"
+    return delete(cluster.pk, provider_factory=lambda cluster: provider)
 
 
 def fail_after_retries(cluster_id: int, message: str) -> None:
@@ -168,9 +166,10 @@ def delete(cluster_id: int, *, provider_factory: Callable | None = None, cloud_n
         return "failed"
     if cloud_name is not None:
         return "cleaned"  # an earlier attempt's leftovers; the cluster itself lives on
-    description = provider.describe(name)
-    apply_description(cluster, description, nodes=None)
-    return "deleted" if description.status == CloudStatus.NOT_FOUND else "deleting"
+    apply_description(cluster, provider.describe(name), nodes=None)
+    # Not found is not always deleted: a provisioning attempt holding the cluster may still be creating it.
+    status = Cluster.objects.filter(pk=cluster_id).values_list("status", flat=True).first()
+    return "deleted" if status == Status.DELETED else "deleting"
 
 
 def poll_clusters(cluster_ids: list[int], *, provider_factory: Callable | None = None) -> dict[str, int]:
