@@ -247,3 +247,90 @@ def test_a_delete_requested_while_a_real_workers_create_call_is_out_leaves_no_cl
     assert ready.emulator.clusters() == []
     gone = row(cluster)
     assert (gone.status, gone.claim, gone.cloud_id) == (Status.DELETED, "", "")
+
+
+# --- What the page and the API say about a dead attempt ------------------------------------------------------------
+
+
+def dead_attempt(org, **fields) -> Cluster:
+    now = timezone.now()
+    dead = {
+        "status": Status.PROVISIONING,
+        "cloud_id": "",
+        "claim": "a-dead-attempt",
+        "heartbeat_at": now - timedelta(seconds=100),
+        "lease_until": now - timedelta(seconds=10),
+        "running_until": now + timedelta(seconds=200),  # the task's time limit, far off
+    }
+    return ClusterFactory(organization=org, **{**dead, **fields})
+
+
+def clock(moment) -> str:
+    return timezone.localtime(moment).strftime("%H:%M:%S")
+
+
+def test_the_page_and_the_api_say_when_a_dead_attempt_stopped_answering_and_when_it_is_retried(
+    member_client, member_api, org
+):
+    cluster = dead_attempt(org)
+    said = (
+        f"The last attempt stopped answering at {clock(cluster.heartbeat_at)}; it will be retried by "
+        f"{clock(cluster.lease_until + timedelta(seconds=60))}."  # the reconciler's first run after the lease
+    )
+    page = member_client.get(f"/clusters/{cluster.pk}/")
+    assert said in " ".join(page.text.split())
+    assert "Provisioning in AWS" not in page.text
+    partial = member_client.get(f"/clusters/{cluster.pk}/", headers={"HX-Request": "true"})
+    assert said in " ".join(partial.text.split())
+    assert 'hx-trigger="every 3s"' in partial.text  # it goes on updating until the retry is under way
+
+    stalled = member_api.get(f"/api/v1/clusters/{cluster.pk}/").json()["stalled_attempt"]
+    assert stalled["overdue"] is False
+    assert timezone.datetime.fromisoformat(stalled["stopped_answering_at"]) == cluster.heartbeat_at
+    assert timezone.datetime.fromisoformat(stalled["retry_by"]) == cluster.lease_until + timedelta(seconds=60)
+    assert member_api.get("/api/v1/clusters/").json()["results"][0]["stalled_attempt"] == stalled
+
+    # Once it is sent again, the retry is what the page says.
+    reconcile.claim_late_clusters()
+    page = " ".join(member_client.get(f"/clusters/{cluster.pk}/").text.split())
+    assert "stopped answering at" not in page
+    assert f"The last attempt failed: {STOPPED}. Retry 1 of 8 at" in page
+    assert member_api.get(f"/api/v1/clusters/{cluster.pk}/").json()["stalled_attempt"] is None
+
+
+def test_a_retry_the_reconciler_is_late_for_is_called_overdue(member_client, member_api, org):
+    cluster = dead_attempt(org, lease_until=timezone.now() - timedelta(minutes=5))  # beat is not running
+    page = " ".join(member_client.get(f"/clusters/{cluster.pk}/").text.split())
+    assert "it should have been sent again by" in page
+    assert member_api.get(f"/api/v1/clusters/{cluster.pk}/").json()["stalled_attempt"]["overdue"] is True
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"lease_until": timezone.now() + timedelta(hours=1)},  # alive: its heartbeat renews the lease
+        {"claim": ""},  # nobody holds it (a retry is scheduled, or work is queued)
+        {"cloud_id": "arn:aws:sagemaker:us-east-1:111122223333:cluster/x"},  # created: the poller follows it
+        {"status": Status.DELETING},
+    ],
+)
+def test_a_live_attempt_or_a_cluster_nothing_will_resend_says_nothing_of_the_kind(
+    member_client, member_api, org, fields
+):
+    cluster = dead_attempt(org, **fields)
+    assert "stopped answering" not in member_client.get(f"/clusters/{cluster.pk}/").text
+    assert member_api.get(f"/api/v1/clusters/{cluster.pk}/").json()["stalled_attempt"] is None
+
+
+def test_a_dead_attempt_is_said_in_japanese(member_client, org, settings):
+    cluster = dead_attempt(org)
+    member_client.cookies[settings.LANGUAGE_COOKIE_NAME] = "ja"
+    page = " ".join(member_client.get(f"/clusters/{cluster.pk}/").text.split())
+    assert f"前回の試行は {clock(cluster.heartbeat_at)} から応答していません。" in page
+
+
+def test_the_schema_documents_the_stalled_attempt(client):
+    schema = client.get("/api/schema/?format=json").json()["components"]["schemas"]
+    field = schema["Cluster"]["properties"]["stalled_attempt"]
+    assert field.get("nullable") is True or any(option.get("type") == "null" for option in field.get("oneOf", []))
+    assert set(schema["StalledAttempt"]["properties"]) == {"stopped_answering_at", "retry_by", "overdue"}
