@@ -170,7 +170,8 @@ CELERY_BEAT_SCHEDULE: dict = {
     # Clusters in flight or in service: status, nodes, health and run intervals (fanned out in batches).
     "poll-clusters": {"task": "workloads.cluster_tasks.poll_clusters", "schedule": 60.0},
     # Self-healing: work whose message was lost (a killed worker, a broker down at publish time) is sent again.
-    "reconcile-clusters": {"task": "workloads.clusters.reconcile", "schedule": 60.0},
+    # Every 30 s: a killed worker's clusters are re-sent within their lease (90 s) plus this, one query a run.
+    "reconcile-clusters": {"task": "workloads.clusters.reconcile", "schedule": 30.0},
     "resend-case-notifications": {"task": "workloads.support.resend_notifications", "schedule": 60.0},
     # Each queue's heartbeat: /healthz tells whether a worker is taking work from it, and how late.
     **{

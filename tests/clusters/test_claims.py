@@ -23,7 +23,7 @@ from tests.clusters.test_worker_integration import broker, wait_for
 from tests.factories import ClusterFactory
 from workloads.clusters import progress, provisioning, reconcile
 from workloads.clusters import tasks as cluster_tasks
-from workloads.clusters.services import GroupRequest, create_cluster, request_delete
+from workloads.clusters.services import GroupRequest, create_cluster, request_delete, retry_cluster
 from workloads.models import Cluster
 
 pytestmark = pytest.mark.django_db
@@ -117,6 +117,12 @@ def test_the_last_attempt_that_stops_answering_fails_the_cluster_with_that_messa
     failed = row(cluster)
     assert failed.status == Status.FAILED
     assert failed.status_message == f"Gave up after repeated transient errors: {STOPPED}"
+    assert (failed.claim, failed.lease_until) == ("", None)  # a retry starts clean, not late at once
+
+    Cluster.objects.filter(pk=cluster.pk).update(claim="left-over", lease_until=timezone.now() - timedelta(seconds=1))
+    retried = retry_cluster(cluster=row(cluster), actor=actor)
+    assert (retried.status, retried.claim, retried.lease_until) == (Status.REQUESTED, "", None)
+    assert reconcile.late_clusters().count() == 0
 
 
 def test_an_attempt_past_its_time_limit_is_still_sent_again_though_its_heartbeat_goes_on(org, allocation, actor):
@@ -275,7 +281,7 @@ def test_the_page_and_the_api_say_when_a_dead_attempt_stopped_answering_and_when
     cluster = dead_attempt(org)
     said = (
         f"The last attempt stopped answering at {clock(cluster.heartbeat_at)}; it will be retried by "
-        f"{clock(cluster.lease_until + timedelta(seconds=60))}."  # the reconciler's first run after the lease
+        f"{clock(cluster.lease_until + timedelta(seconds=30))}."  # the reconciler's first run after the lease
     )
     page = member_client.get(f"/clusters/{cluster.pk}/")
     assert said in " ".join(page.text.split())
@@ -287,7 +293,7 @@ def test_the_page_and_the_api_say_when_a_dead_attempt_stopped_answering_and_when
     stalled = member_api.get(f"/api/v1/clusters/{cluster.pk}/").json()["stalled_attempt"]
     assert stalled["overdue"] is False
     assert timezone.datetime.fromisoformat(stalled["stopped_answering_at"]) == cluster.heartbeat_at
-    assert timezone.datetime.fromisoformat(stalled["retry_by"]) == cluster.lease_until + timedelta(seconds=60)
+    assert timezone.datetime.fromisoformat(stalled["retry_by"]) == cluster.lease_until + timedelta(seconds=30)
     assert member_api.get("/api/v1/clusters/").json()["results"][0]["stalled_attempt"] == stalled
 
     # Once it is sent again, the retry is what the page says.
@@ -334,3 +340,11 @@ def test_the_schema_documents_the_stalled_attempt(client):
     field = schema["Cluster"]["properties"]["stalled_attempt"]
     assert field.get("nullable") is True or any(option.get("type") == "null" for option in field.get("oneOf", []))
     assert set(schema["StalledAttempt"]["properties"]) == {"stopped_answering_at", "retry_by", "overdue"}
+
+
+def test_with_the_defaults_a_dead_attempt_is_sent_again_within_two_minutes_of_its_last_heartbeat(settings):
+    """The issue's goal: a worker killed mid-provision, every cluster in service within 3 minutes."""
+    from workloads.clusters.reconcile import reconcile_every
+
+    assert settings.CLUSTER_LEASE_SECONDS >= 3 * settings.CLUSTER_HEARTBEAT_SECONDS  # a late heartbeat is no death
+    assert settings.CLUSTER_LEASE_SECONDS + reconcile_every() <= 120

@@ -85,6 +85,7 @@ def claim_late_clusters(*, limit: int = 200) -> list[int]:
             if why is not None:
                 log.warning("cluster %s: %s; sending it again (failed attempt %s)", cluster_id, why, retries + 1)
                 if retries >= Cluster.MAX_RETRIES:
+                    Cluster.objects.filter(pk=cluster_id).update(**RELEASED)
                     settled(cluster_id)
                     fail_after_retries(cluster_id, record_text(why))
                     continue
