@@ -213,10 +213,11 @@ def test_a_delete_requested_while_a_real_workers_create_call_is_out_leaves_no_cl
         return create_call(self, spec)
 
     monkeypatch.setattr(HyperPodProvider, "create", held_create)
-    outcomes: dict[str, list] = {}
+    outcomes: dict[tuple, list] = {}  # (task, cluster id) → what each run returned
 
-    def record(sender=None, retval=None, **kwargs):
-        outcomes.setdefault(sender.name.rsplit(".", 1)[-1], []).append(retval)
+    def record(sender=None, args=(), retval=None, **kwargs):
+        # Keyed by cluster: a broker shared with earlier tests may hand this worker their leftover messages.
+        outcomes.setdefault((sender.name.rsplit(".", 1)[-1], args[0] if args else None), []).append(retval)
 
     task_postrun.connect(record, weak=False)
     try:
@@ -238,18 +239,18 @@ def test_a_delete_requested_while_a_real_workers_create_call_is_out_leaves_no_cl
             assert row(cluster).claim  # the attempt holds the cluster
             with transaction.atomic():
                 request_delete(cluster=row(cluster), actor=ready.actor)
-            wait_for(lambda: "delete_cluster" in outcomes, "the deletion task", timeout=30)
+            wait_for(lambda: ("delete_cluster", cluster.pk) in outcomes, "the deletion task", timeout=30)
             # Nothing in the cloud yet under the name, but the attempt may still create it: not deleted yet.
-            assert outcomes["delete_cluster"] == ["deleting"]
+            assert outcomes["delete_cluster", cluster.pk] == ["deleting"]
             assert row(cluster).status == Status.DELETING
             assert ready.emulator.clusters() == []
 
             release.set()
-            wait_for(lambda: "provision_cluster" in outcomes, "the provisioning task", timeout=30)
+            wait_for(lambda: ("provision_cluster", cluster.pk) in outcomes, "the provisioning task", timeout=30)
     finally:
         release.set()
         task_postrun.disconnect(record)
-    assert outcomes["provision_cluster"] == ["deleted"]  # it created the cluster, then deleted it
+    assert outcomes["provision_cluster", cluster.pk] == ["deleted"]  # it created the cluster, then deleted it
     assert ready.emulator.clusters() == []
     gone = row(cluster)
     assert (gone.status, gone.claim, gone.cloud_id) == (Status.DELETED, "", "")
