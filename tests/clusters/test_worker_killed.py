@@ -224,8 +224,10 @@ def test_a_worker_killed_mid_provision_leaves_nothing_stuck(
                 if stalled := stalled_attempt(cluster, now):
                     # What the page and the API say meanwhile: when it stopped answering, when it is retried.
                     assert stalled.stopped_answering_at == cluster.heartbeat_at < now
-            for cluster_id in cluster_tasks.reconcile_clusters():  # what beat runs every minute
-                resent.setdefault(cluster_id, []).append((*before[cluster_id], now))
+            sent = cluster_tasks.reconcile_clusters()  # what beat runs every 30 s
+            after = timezone.now()  # the reconciler judged them late between `now` and this
+            for cluster_id in sent:
+                resent.setdefault(cluster_id, []).append((*before[cluster_id], after))
             return statuses(clusters) == ["in_service"] * CLUSTERS
 
         wait_for(healed, "every cluster in service", timeout=120)

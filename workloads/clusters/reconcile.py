@@ -3,7 +3,7 @@
 A provisioning message can be lost between the committed row and the worker — a worker killed mid-task (Redis
 gives the message back only after its one-hour visibility timeout; the embedded filesystem broker never does),
 a broker that was down when the request committed. The row is the record of the work, so beat runs this every
-minute: a cluster still `requested`, or `provisioning` with nothing recorded from the cloud, whose worker is
+30 s: a cluster still `requested`, or `provisioning` with nothing recorded from the cloud, whose worker is
 late gets its task again. Late means: a running attempt whose lease ran out (`lease_until`: its heartbeat renews
 it every 30 s while it works, so a killed worker is noticed within the 90 s lease, not the task's time limit), or
 that ran past its time limit (`running_until`) by more than a grace; or queued work past `next_attempt_at` (a

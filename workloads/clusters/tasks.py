@@ -6,7 +6,7 @@ Transient cloud errors (throttling, 5xx, timeouts) are retried with exponential 
 kept well below the Redis visibility timeout (1 h); permanent ones land on the cluster's status.
 Each attempt, retry and outcome is written on the cluster (`last_error`, `retries`, `next_attempt_at`, `running_until`,
 and a provisioning attempt's claim with its heartbeat-renewed lease): the page shows it, and the reconciler (beat,
-every minute) sends again what nothing is working on.
+every 30 s) sends again what nothing is working on.
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def poll_cluster_batch(cluster_ids: list[int]) -> dict[str, int]:
 
 @shared_task(name="workloads.clusters.reconcile")
 def reconcile_clusters() -> list[int]:
-    """Beat, every minute: send provisioning again where its message was lost (workloads.clusters.reconcile).
+    """Beat, every 30 s: send provisioning again where its message was lost (workloads.clusters.reconcile).
     The copies expire unsent after a few queue waits, so a long outage does not pile them up."""
     ids = reconcile.claim_late_clusters()
     for cluster_id in ids:
