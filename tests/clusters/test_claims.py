@@ -135,6 +135,7 @@ def test_an_attempt_past_its_time_limit_is_still_sent_again_though_its_heartbeat
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("catalog")
 def test_the_heartbeat_renews_the_lease_until_the_attempt_loses_its_claim(settings):
     settings.CLUSTER_HEARTBEAT_SECONDS, settings.CLUSTER_LEASE_SECONDS = 1, 3
     cluster = ClusterFactory(status=Status.PROVISIONING, cloud_id="")

@@ -228,7 +228,10 @@ def test_a_worker_killed_mid_provision_leaves_nothing_stuck(
             after = timezone.now()  # the reconciler judged them late between `now` and this
             for cluster_id in sent:
                 resent.setdefault(cluster_id, []).append((*before[cluster_id], after))
-            return statuses(clusters) == ["in_service"] * CLUSTERS
+            # In service, and the attempt that got it there has settled (released its claim): it records the status
+            # first, so the workers are not stopped in between.
+            settled = not any(claim for claim, *_ in claims(clusters).values())
+            return statuses(clusters) == ["in_service"] * CLUSTERS and settled
 
         wait_for(healed, "every cluster in service", timeout=120)
         healed_after = time.monotonic() - killed_at
