@@ -172,7 +172,8 @@ CELERY_BEAT_SCHEDULE: dict = {
     # Clusters in flight or in service: status, nodes, health and run intervals (fanned out in batches).
     "poll-clusters": {"task": "workloads.cluster_tasks.poll_clusters", "schedule": 60.0},
     # Self-healing: work whose message was lost (a killed worker, a broker down at publish time) is sent again.
-    "reconcile-clusters": {"task": "workloads.clusters.reconcile", "schedule": 60.0},
+    # Every 30 s: a killed worker's clusters are re-sent within their lease (90 s) plus this, one query a run.
+    "reconcile-clusters": {"task": "workloads.clusters.reconcile", "schedule": 30.0},
     "resend-case-notifications": {"task": "workloads.support.resend_notifications", "schedule": 60.0},
     # Each queue's heartbeat: /healthz tells whether a worker is taking work from it, and how late.
     **{
@@ -208,6 +209,12 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CLUSTER_TASK_TIME_LIMIT = env_int("CLUSTER_TASK_TIME_LIMIT", 300)
 CLUSTER_QUEUE_WAIT = env_int("CLUSTER_QUEUE_WAIT", 120)
 RECONCILE_GRACE = env_int("RECONCILE_GRACE", 60)
+# A running provisioning attempt renews its lease on the cluster every heartbeat; one whose lease ran out (its
+# worker was killed, or lost the database) is sent again by the reconciler's next run, without the grace.
+CLUSTER_HEARTBEAT_SECONDS = env_int("CLUSTER_HEARTBEAT_SECONDS", 30)
+CLUSTER_LEASE_SECONDS = env_int("CLUSTER_LEASE_SECONDS", 90)
+if not 0 < 2 * CLUSTER_HEARTBEAT_SECONDS <= CLUSTER_LEASE_SECONDS:
+    raise ImproperlyConfigured("CLUSTER_LEASE_SECONDS must cover two heartbeats (CLUSTER_HEARTBEAT_SECONDS) at least.")
 
 # --- AWS ------------------------------------------------------------------------------------
 # boto3 honours AWS_ENDPOINT_URL for every client; `make run` points it at the local emulator.

@@ -1,9 +1,11 @@
 """A real worker process killed (kill -9) mid-provision, on Redis and on the embedded filesystem broker.
 
 Measured before the reconciler: the clusters stayed `provisioning` or `requested`; Redis gave the messages back
-only after its one-hour visibility timeout, and the filesystem broker never did. Here the first worker hangs on an
-AWS endpoint that accepts connections and never answers, is killed with its pool, and a second worker starts on
-the emulator: the reconciler must bring every cluster into service, with exactly one cloud cluster each.
+only after its one-hour visibility timeout, and the filesystem broker never did. Then the reconciler waited out the
+killed task's time limit plus a grace (6 minutes by default). Here the first worker hangs on an AWS endpoint that
+accepts connections and never answers, its heartbeats renew each attempt's lease, it is killed with its pool, and a
+second worker starts on the emulator: the reconciler must send the work again because the leases ran out (the time
+limits are far off), and bring every cluster into service, with exactly one cloud cluster each.
 """
 
 import os
@@ -13,23 +15,27 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 import redis
 from django.conf import settings as django_settings
 from django.db import connection, transaction
+from django.utils import timezone
 
 from portal.celery import app
 from tests.clusters.conftest import cloud_org
 from tests.clusters.test_worker_integration import forget_connections, wait_for
 from workloads.clusters import tasks as cluster_tasks
+from workloads.clusters.reconcile import stalled_attempt
 from workloads.clusters.services import GroupRequest, create_cluster
 from workloads.models import Cluster
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("catalog")]
 ROOT = Path(django_settings.BASE_DIR)
-TASK_TIME_LIMIT = 20  # the workers' CLUSTER_TASK_TIME_LIMIT: the lease a killed task leaves behind
+TASK_TIME_LIMIT = 300  # the default CLUSTER_TASK_TIME_LIMIT: far beyond the time this test takes
+HEARTBEAT, LEASE = 2, 6  # CLUSTER_HEARTBEAT_SECONDS and CLUSTER_LEASE_SECONDS, short for the test (30 and 90 s)
 CLUSTERS = 3
 
 
@@ -155,6 +161,8 @@ def worker_env(broker_env: dict, aws_endpoint: str) -> dict:
         AWS_SECRET_ACCESS_KEY="emulator",
         AWS_DEFAULT_REGION="us-east-1",
         CLUSTER_TASK_TIME_LIMIT=str(TASK_TIME_LIMIT),
+        CLUSTER_HEARTBEAT_SECONDS=str(HEARTBEAT),
+        CLUSTER_LEASE_SECONDS=str(LEASE),
     )
     return env
 
@@ -163,19 +171,26 @@ def statuses(clusters) -> list[str]:
     return list(Cluster.objects.filter(pk__in=[c.pk for c in clusters]).order_by("pk").values_list("status", flat=True))
 
 
+def claims(clusters) -> dict[int, tuple]:
+    rows = Cluster.objects.filter(pk__in=[c.pk for c in clusters])
+    return {row[0]: row[1:] for row in rows.values_list("pk", "claim", "heartbeat_at", "lease_until", "running_until")}
+
+
 def test_a_worker_killed_mid_provision_leaves_nothing_stuck(
     broker_env, black_hole, emulator_server, tmp_path, settings, monkeypatch
 ):
-    settings.RECONCILE_GRACE = 0  # this process runs the reconciler: send as soon as the killed lease ends
+    # RECONCILE_GRACE stays at its default (60 s): only a lease that ran out can send the work again this early.
+    settings.CLUSTER_HEARTBEAT_SECONDS, settings.CLUSTER_LEASE_SECONDS = HEARTBEAT, LEASE
     # The time limit travels in the message, set by the sender (this process), like web's CLUSTER_TASK_TIME_LIMIT.
     monkeypatch.setattr(cluster_tasks.provision_cluster, "time_limit", TASK_TIME_LIMIT)
-    monkeypatch.setattr(cluster_tasks.provision_cluster, "soft_time_limit", TASK_TIME_LIMIT - 10)
+    monkeypatch.setattr(cluster_tasks.provision_cluster, "soft_time_limit", TASK_TIME_LIMIT - 30)
     monkeypatch.setattr(cluster_tasks.provision_cluster, "_exec_options", None)  # Celery caches them per task
     ready = cloud_org()
     org, allocation, actor, emulator = ready.org, ready.allocation, ready.actor, ready.emulator
 
     hanging = Worker("hanging", worker_env(broker_env, black_hole), tmp_path / "hanging.log")
     replacement = None
+    resent: dict[int, list] = {}  # cluster → its claim as the reconciler found it, each time it sent the work again
     try:
         clusters = []
         for n in range(CLUSTERS):
@@ -192,7 +207,10 @@ def test_a_worker_killed_mid_provision_leaves_nothing_stuck(
                 )
         # Every task has started (status provisioning) and hangs on its first AWS call.
         wait_for(lambda: statuses(clusters) == ["provisioning"] * CLUSTERS, "the tasks to start", timeout=60)
-        time.sleep(1)
+        first = claims(clusters)
+        assert all(claim for claim, *_ in first.values())
+        # Each attempt's heartbeat renews its lease while its AWS call hangs (the worker's pool processes run them).
+        wait_for(lambda: all(claims(clusters)[pk][1] > first[pk][1] for pk in first), "a heartbeat of each", timeout=30)
         hanging.kill()
         killed_at = time.monotonic()
         assert statuses(clusters) == ["provisioning"] * CLUSTERS
@@ -201,10 +219,21 @@ def test_a_worker_killed_mid_provision_leaves_nothing_stuck(
         replacement = Worker("replacement", worker_env(broker_env, emulator_server), tmp_path / "replacement.log")
 
         def healed() -> bool:
-            cluster_tasks.reconcile_clusters()  # what beat runs every minute
-            return statuses(clusters) == ["in_service"] * CLUSTERS
+            before, now = claims(clusters), timezone.now()
+            for cluster in Cluster.objects.filter(pk__in=[c.pk for c in clusters]):
+                if stalled := stalled_attempt(cluster, now):
+                    # What the page and the API say meanwhile: when it stopped answering, when it is retried.
+                    assert stalled.stopped_answering_at == cluster.heartbeat_at < now
+            sent = cluster_tasks.reconcile_clusters()  # what beat runs every 30 s
+            after = timezone.now()  # the reconciler judged them late between `now` and this
+            for cluster_id in sent:
+                resent.setdefault(cluster_id, []).append((*before[cluster_id], after))
+            # In service, and the attempt that got it there has settled (released its claim): it records the status
+            # first, so the workers are not stopped in between.
+            settled = not any(claim for claim, *_ in claims(clusters).values())
+            return statuses(clusters) == ["in_service"] * CLUSTERS and settled
 
-        wait_for(healed, "every cluster in service", timeout=TASK_TIME_LIMIT + 90)
+        wait_for(healed, "every cluster in service", timeout=120)
         healed_after = time.monotonic() - killed_at
     except BaseException:
         for log in (tmp_path / "hanging.log", tmp_path / "replacement.log"):
@@ -216,9 +245,14 @@ def test_a_worker_killed_mid_provision_leaves_nothing_stuck(
         if replacement:
             replacement.stop()
 
+    # Each was sent again once, because its lease ran out while its time limit was still far off.
+    assert sorted(resent) == sorted(c.pk for c in clusters)
+    for sends in resent.values():
+        [(claim, _, lease_until, running_until, at)] = sends
+        assert claim and lease_until < at < running_until - timedelta(seconds=settings.RECONCILE_GRACE)
     # Exactly one cloud cluster each, under its deterministic name, with its id recorded.
     assert sorted(emulator.clusters()) == sorted(c.cloud_name for c in clusters)
     for cluster in Cluster.objects.filter(pk__in=[c.pk for c in clusters]):
         assert cluster.cloud_id.endswith(f":cluster/{cluster.cloud_name}")
-        assert (cluster.last_error, cluster.next_attempt_at) == ("", None)
-    print(f"healed {healed_after:.1f} s after the kill (lease {TASK_TIME_LIMIT} s)")
+        assert (cluster.last_error, cluster.next_attempt_at, cluster.claim, cluster.lease_until) == ("", None, "", None)
+    print(f"healed {healed_after:.1f} s after the kill (lease {LEASE} s, time limit {TASK_TIME_LIMIT} s)")

@@ -181,6 +181,18 @@ class Cluster(models.Model):
         blank=True,
         help_text=_("While an attempt runs: the time limit it finishes by (or its worker is gone)."),
     )
+    # The running provisioning attempt's claim on the cluster: a token of its own, renewed (compare-and-set on the
+    # token) by a heartbeat while it works. A lease that ran out means its worker is gone: the reconciler sends the
+    # work again within the lease, not the time limit, and a deletion does not conclude while a live attempt may
+    # still be creating the cloud cluster (workloads.clusters.progress).
+    claim = models.CharField(_("claimed by attempt"), max_length=32, blank=True)
+    heartbeat_at = models.DateTimeField(_("last heartbeat"), null=True, blank=True)
+    lease_until = models.DateTimeField(
+        _("lease until"),
+        null=True,
+        blank=True,
+        help_text=_("While an attempt runs: its claim on the cluster lasts until then unless its heartbeat renews it."),
+    )
     # What the cluster itself reports (workloads.reporting): when its reporter last posted, how often it says it
     # runs (silent after three intervals without a report), and the Slurm node names it maps to hosts.
     last_report_at = models.DateTimeField(_("last report"), null=True, blank=True)

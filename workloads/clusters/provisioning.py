@@ -17,6 +17,7 @@ from django.utils.translation import gettext as _
 
 from portal import cloud
 from portal.cloud import CloudStatus, ClusterDescription, NodeInfo
+from workloads.clusters import progress
 from workloads.clusters.lifecycle import transition
 from workloads.clusters.models import Cluster, ClusterInstanceGroup
 from workloads.clusters.sync import close_nodes, sync_nodes
@@ -65,9 +66,12 @@ def poll_provider_for(cluster: Cluster):
     return provider_for(cluster, profile="poll")
 
 
-def provision(cluster_id: int, *, provider_factory: Callable | None = None) -> str:
+def provision(cluster_id: int, *, provider_factory: Callable | None = None, claim: str | None = None) -> str:
     """Idempotent: run it twice, or after a crash between the create call and the status save, and it
-    finds the cloud cluster by its deterministic name instead of creating another."""
+    finds the cloud cluster by its deterministic name instead of creating another.
+
+    `claim` is the token of the attempt running it (workloads.clusters.progress): a deletion requested while the
+    create call is out waits for that claim, and this attempt deletes what it created (record_created)."""
     cluster = Cluster.objects.select_related("organization").filter(pk=cluster_id).first()
     if cluster is None:
         return "missing"
@@ -92,16 +96,47 @@ def provision(cluster_id: int, *, provider_factory: Callable | None = None) -> s
     except cloud.CloudError as error:
         transition(cluster_id=cluster_id, to=Status.FAILED, message=error.message)
         return "failed"
-    record_created(cluster_id, description, nodes)
+    status = record_created(cluster_id, description, nodes)
+    if status in (Status.DELETING, Status.DELETED):
+        return delete_created(cluster, provider, status=status, claim=claim)
     return "created"
 
 
-def record_created(cluster_id: int, description: ClusterDescription, nodes: list[NodeInfo] | None = None) -> None:
-    """Save what the create call answered. A separate step so tests can interrupt between the two."""
-    if description.cloud_id:
-        Cluster.objects.filter(pk=cluster_id, cloud_id="").update(cloud_id=description.cloud_id)
-    cluster = Cluster.objects.select_related("organization").get(pk=cluster_id)
-    apply_description(cluster, description, nodes=nodes)
+def record_created(cluster_id: int, description: ClusterDescription, nodes: list[NodeInfo] | None = None) -> str:
+    """Save what the create call answered, if the cluster is still provisioning; returns the status it found.
+    A separate step so tests can interrupt between the two."""
+    with transaction.atomic():
+        # The row lock orders this against a deletion request: either the deletion sees the cloud id and the
+        # status this writes, or this sees `deleting` and the attempt deletes what it created.
+        status = Cluster.objects.select_for_update().filter(pk=cluster_id).values_list("status", flat=True).first()
+        if status != Status.PROVISIONING:
+            return status
+        if description.cloud_id:
+            Cluster.objects.filter(pk=cluster_id, cloud_id="").update(cloud_id=description.cloud_id)
+        cluster = Cluster.objects.select_related("organization").get(pk=cluster_id)
+        apply_description(cluster, description, nodes=nodes)
+    return status
+
+
+def delete_created(cluster: Cluster, provider, *, status: str, claim: str | None) -> str:
+    """A deletion was requested while this attempt's create call was out: it could not conclude while the attempt
+    held its claim (apply_description), so the attempt deletes what it created, under the same deterministic name.
+    The claim goes first, so the deletion can conclude; if this dies before the delete call, the poller asks the
+    cloud to delete the cluster it finds under the name (poll_one)."""
+    if claim is not None:
+        progress.settled(cluster.pk, claim=claim)
+    storage_kind = cloud.StorageKind(cluster.storage)
+    if status == Status.DELETED:
+        # Only an attempt that lost its claim (no heartbeat for a whole lease, then back) gets here: the deletion
+        # concluded without it, so nobody else would delete this.
+        log.warning("cluster %s was deleted while %s was being created: deleting it", cluster.pk, cluster.cloud_name)
+        try:
+            provider.delete(cluster.cloud_name, storage_kind=storage_kind)
+        except cloud.CloudError:
+            log.exception("cluster %s: could not delete %s, left in AWS", cluster.pk, cluster.cloud_name)
+            raise
+        return "deleted"
+    return delete(cluster.pk, provider_factory=lambda cluster: provider)
 
 
 def fail_after_retries(cluster_id: int, message: str) -> None:
@@ -131,9 +166,10 @@ def delete(cluster_id: int, *, provider_factory: Callable | None = None, cloud_n
         return "failed"
     if cloud_name is not None:
         return "cleaned"  # an earlier attempt's leftovers; the cluster itself lives on
-    description = provider.describe(name)
-    apply_description(cluster, description, nodes=None)
-    return "deleted" if description.status == CloudStatus.NOT_FOUND else "deleting"
+    apply_description(cluster, provider.describe(name), nodes=None)
+    # Not found is not always deleted: a provisioning attempt holding the cluster may still be creating it.
+    status = Cluster.objects.filter(pk=cluster_id).values_list("status", flat=True).first()
+    return "deleted" if status == Status.DELETED else "deleting"
 
 
 def poll_clusters(cluster_ids: list[int], *, provider_factory: Callable | None = None) -> dict[str, int]:
@@ -187,7 +223,12 @@ def apply_description(cluster: Cluster, description: ClusterDescription, *, node
         cluster.cloud_id = description.cloud_id
     if cloud_status == CloudStatus.NOT_FOUND:
         if status == Status.DELETING:
-            if transition(cluster_id=cluster.pk, to=Status.DELETED, message=_("Deleted")):
+            if Cluster.objects.filter(pk=cluster.pk).filter(progress.live_claim(now)).exists():
+                # A provisioning attempt holds the cluster and its create call may still be out: not deleted yet.
+                # That attempt deletes what it creates (delete_created); if it dies, its lease runs out and a poll
+                # after that finds what it left under the name.
+                return
+            if transition(cluster_id=cluster.pk, to=Status.DELETED, message=_("Deleted"), **progress.RELEASED):
                 close_nodes(cluster, now)
         elif (
             status in (Status.IN_SERVICE, Status.DEGRADED) or (status == Status.PROVISIONING and cluster.cloud_id)

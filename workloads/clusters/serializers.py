@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from django.urls import reverse
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from portal import serializers as api
 from workloads.clusters.models import Cluster, ClusterInstanceGroup, ClusterNode, validate_lustre_capacity
+from workloads.clusters.reconcile import stalled_attempt
 
 
 class InstanceGroupSerializer(api.ModelSerializer):
@@ -23,12 +25,30 @@ class InstanceGroupSerializer(api.ModelSerializer):
         }
 
 
+class StalledAttemptSerializer(api.Serializer):
+    stopped_answering_at = serializers.DateTimeField(
+        read_only=True, help_text="When the provisioning attempt last answered (its last heartbeat)."
+    )
+    retry_by = serializers.DateTimeField(
+        read_only=True,
+        help_text="When the reconciler sends the provisioning again, at the latest (its first run after the "
+        "attempt's lease ran out).",
+    )
+    overdue = serializers.BooleanField(
+        read_only=True, help_text="True once retry_by has passed without a new attempt (the program team is alerted)."
+    )
+
+
 class ClusterSerializer(api.ModelSerializer):
     organization = api.SlugRelatedField(slug_field="slug", read_only=True)
     groups = InstanceGroupSerializer(
         many=True, read_only=True, help_text="The cluster's instance groups: controller, login and workers."
     )
     status_url = serializers.SerializerMethodField(help_text="URL of this cluster in the API: poll it for the status.")
+    stalled_attempt = serializers.SerializerMethodField(
+        help_text="The provisioning attempt stopped answering (its worker was stopped, or lost the database) and is "
+        "not yet sent again: when it last answered and when it will be retried. Null otherwise."
+    )
 
     class Meta:
         model = Cluster
@@ -56,6 +76,7 @@ class ClusterSerializer(api.ModelSerializer):
             "retries",
             "next_attempt_at",
             "running_until",
+            "stalled_attempt",
             "created_at",
             "status_changed_at",
             "last_polled_at",
@@ -104,6 +125,11 @@ class ClusterSerializer(api.ModelSerializer):
                 "none runs."
             },
         }
+
+    @extend_schema_field(StalledAttemptSerializer(allow_null=True))
+    def get_stalled_attempt(self, cluster: Cluster) -> dict | None:
+        stalled = stalled_attempt(cluster)
+        return StalledAttemptSerializer(stalled).data if stalled else None
 
     def get_status_url(self, cluster: Cluster) -> str:
         path = reverse("cluster-detail", kwargs={"pk": cluster.pk})

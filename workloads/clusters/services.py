@@ -19,7 +19,7 @@ from portal.cloud import parallelcluster
 from tenants.audit import record_audit
 from tenants.capacity.revocation import DoomedCluster
 from tenants.models import Allocation, Organization
-from workloads.clusters import tasks
+from workloads.clusters import progress, tasks
 from workloads.clusters.allowance import GroupRequest, active_allocations, allowed_per_type, check_allocation
 from workloads.clusters.lifecycle import record_text, transition
 from workloads.clusters.models import Cluster, ClusterEvent, ClusterInstanceGroup, OrgCloudSettings
@@ -221,6 +221,7 @@ def retry_cluster(*, cluster: Cluster, actor) -> Cluster:
         retries=0,
         next_attempt_at=None,
         running_until=None,
+        **progress.RELEASED,  # a new attempt: nothing of an earlier one's claim is left to look late
     ):
         raise ValidationError(_("The cluster changed meanwhile: reload the page."))
     queue.send_on_commit(tasks.delete_cloud_cluster, cluster.pk, old_name)

@@ -4,14 +4,16 @@ Provisioning and deletion are idempotent (deterministic cloud names, compare-and
 they use acks_late: a worker killed mid-task gets the message redelivered and the rerun is safe.
 Transient cloud errors (throttling, 5xx, timeouts) are retried with exponential backoff and jitter,
 kept well below the Redis visibility timeout (1 h); permanent ones land on the cluster's status.
-Each attempt, retry and outcome is written on the cluster (`last_error`, `retries`, `next_attempt_at`, `running_until`):
-the page shows it, and the reconciler (beat, every minute) sends again what nothing is working on.
+Each attempt, retry and outcome is written on the cluster (`last_error`, `retries`, `next_attempt_at`, `running_until`,
+and a provisioning attempt's claim with its heartbeat-renewed lease): the page shows it, and the reconciler (beat,
+every 30 s) sends again what nothing is working on.
 """
 
 from __future__ import annotations
 
 import logging
 import random
+from contextlib import nullcontext
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
@@ -37,8 +39,9 @@ MAX_BACKOFF_SECONDS = 600
 POLL_SOFT_LIMIT, POLL_HARD_LIMIT = 25, 30
 # Provisioning and deletion: each cloud call gives up inside the soft limit on botocore's own timeouts and retries
 # (portal.cloud.session.PROFILES, checked in tests/cloud/test_budget.py), and no call starts that could not end
-# before it (portal.cloud.calls), so the task records the failure and retries; the soft limit itself is the backstop,
-# and the hard limit is the lease the reconciler waits out before sending the task again.
+# before it (portal.cloud.calls), so the task records the failure and retries; the soft limit itself is the backstop.
+# The hard limit ends the task for good (and with it its heartbeat, so its lease runs out and the reconciler
+# sends it again).
 TASK_SOFT_LIMIT = max(settings.CLUSTER_TASK_TIME_LIMIT - 30, 10)
 TASK_HARD_LIMIT = settings.CLUSTER_TASK_TIME_LIMIT
 
@@ -60,22 +63,37 @@ def _cluster_task(**options):
     )
 
 
-def _run(task, cluster_id: int, work, on_give_up):
+def _run(task, cluster_id: int, work, on_give_up, *, claimed: bool):
     """Run one attempt of `work`; a transient failure is recorded on the cluster and retried with backoff, until
-    the cluster has failed MAX_RETRIES attempts (counted on the row, so re-sent copies of the task add up)."""
-    # The lease is the hard limit this message carries (set by whoever sent it), else this worker's.
+    the cluster has failed MAX_RETRIES attempts (counted on the row, so re-sent copies of the task add up).
+
+    A `claimed` attempt (provisioning) holds the cluster's claim while it works and renews its lease with a
+    heartbeat (workloads.clusters.progress); `work` gets the claim's token."""
+    # The time limit is the hard limit this message carries (set by whoever sent it), else this worker's.
     hard_limit = (task.request.timelimit or (None, None))[0] or TASK_HARD_LIMIT
-    progress.started(cluster_id, within=hard_limit)
+    claim = None
+    if claimed:
+        claim = progress.claim(cluster_id, within=hard_limit)
+        if claim is None:
+            # Another attempt holds a live claim (a duplicate delivery while it runs): it goes on, this one stops.
+            exists = Cluster.objects.filter(pk=cluster_id).exists()
+            return "busy" if exists else "missing"
+    else:
+        progress.started(cluster_id, within=hard_limit)
     try:
-        outcome = work()
+        with progress.Heartbeat(cluster_id, claim) if claim else nullcontext():
+            outcome = work(claim)
     except (TransientCloudError, SoftTimeLimitExceeded) as error:
         message = getattr(error, "message", "") or record_text(progress.TIMED_OUT)
         countdown = backoff(task.request.retries)
-        if progress.retrying(cluster_id, error=message, countdown=countdown) > MAX_RETRIES:
+        failed = progress.retrying(cluster_id, error=message, countdown=countdown, claim=claim)
+        if failed is None:
+            return "superseded"  # its lease ran out and the reconciler sent the work again: that copy goes on
+        if failed > MAX_RETRIES:
             progress.settled(cluster_id)
             return on_give_up(message)
         raise task.retry(exc=error, countdown=countdown) from error
-    progress.settled(cluster_id)
+    progress.settled(cluster_id, claim=claim)
     return outcome
 
 
@@ -85,13 +103,15 @@ def provision_cluster(self, cluster_id: int) -> str:
         provisioning.fail_after_retries(cluster_id, message)
         return "failed"
 
-    return _run(self, cluster_id, lambda: provisioning.provision(cluster_id), give_up)
+    return _run(self, cluster_id, lambda claim: provisioning.provision(cluster_id, claim=claim), give_up, claimed=True)
 
 
 @_cluster_task(name=NAMES + "delete_cluster")
 def delete_cluster(self, cluster_id: int) -> str:
     # Giving up leaves it deleting: the poller asks the cloud again every minute.
-    return _run(self, cluster_id, lambda: provisioning.delete(cluster_id), lambda message: "gave-up")
+    return _run(
+        self, cluster_id, lambda claim: provisioning.delete(cluster_id), lambda message: "gave-up", claimed=False
+    )
 
 
 @shared_task(
@@ -145,7 +165,7 @@ def poll_cluster_batch(cluster_ids: list[int]) -> dict[str, int]:
 
 @shared_task(name="workloads.clusters.reconcile")
 def reconcile_clusters() -> list[int]:
-    """Beat, every minute: send provisioning again where its message was lost (workloads.clusters.reconcile).
+    """Beat, every 30 s: send provisioning again where its message was lost (workloads.clusters.reconcile).
     The copies expire unsent after a few queue waits, so a long outage does not pile them up."""
     ids = reconcile.claim_late_clusters()
     for cluster_id in ids:

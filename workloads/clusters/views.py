@@ -19,6 +19,7 @@ from tenants.access import OrgAccess, get_org_access_or_404, is_program_staff, r
 from workloads.clusters.allowance import active_allocations, allowances
 from workloads.clusters.forms import KIND_FOR_WORKLOAD, ClusterForm
 from workloads.clusters.models import Cluster, ClusterEvent, ClusterInstanceGroup, ClusterNode
+from workloads.clusters.reconcile import stalled_attempt
 from workloads.clusters.services import GroupRequest, create_cluster, request_delete, retry_cluster
 from workloads.health.models import HealthEvent
 from workloads.jobs.views import recent_jobs
@@ -110,6 +111,7 @@ def cluster_detail(request, pk: int):
         "health": health,
         "open_health": [h for h in health if h.resolved_at is None],
         "steps": [(step, Cluster.Status(step).label) for step in STEPS],
+        "stalled": stalled_attempt(cluster),
         "step_index": STEPS.index(cluster.status) if cluster.status in STEPS else None,
     }
     return render_page(request, "workloads/clusters/cluster_detail.html", context, fragment="cluster-live")
