@@ -567,7 +567,7 @@ class Tenant(threading.Thread):
         held = sum(g["instance_count"] for c in live for g in c["groups"] if g["role"] == "worker")
         free = allocation["instance_count"] - held
         deletable = [c for c in live if c["status"] != "deleting"]
-        # Create while there is room, else delete; now and then delete one in flight (delete while creating).
+        # Create while there is room, else delete (any live cluster, in flight too).
         if free >= 1 and (not deletable or self.rng.random() < 0.6):
             self.serial += 1
             name = f"chaos-{self.api.actor}-{self.serial}"
@@ -576,6 +576,10 @@ class Tenant(threading.Thread):
             status, created = self.api.call("POST", "/api/v1/clusters/", body)
             if status == 202:
                 self.api.ledger.wrote("cluster_created", id=created["id"], name=name)
+                if self.rng.random() < 0.2:  # changed its mind: deleted while its creation is in flight
+                    status, _ = self.api.call("DELETE", f"/api/v1/clusters/{created['id']}/")
+                    if status == 202:
+                        self.api.ledger.wrote("cluster_deleted", id=created["id"], status_before="requested")
         elif deletable:
             target = self.rng.choice(deletable)
             status, _ = self.api.call("DELETE", f"/api/v1/clusters/{target['id']}/")
@@ -985,6 +989,10 @@ class Run:
             print("\n5xx by cause:")
             for (status, route, why), n in self.ledger.server_errors.most_common(20):
                 print(f"  {n:>4} × {status} {route}: {why}")
+            if exceptions := web_log_exceptions(self.services["web"].log):
+                print("  what the web log says raised them:")
+                for what, n in exceptions.most_common(8):
+                    print(f"  {n:>4} × {what}")
         if self.ledger.no_answer:
             print("\nNo answer (connection refused, timed out):")
             for what, n in self.ledger.no_answer.most_common(10):
@@ -1031,6 +1039,23 @@ class Run:
             print(f"chaos: kept {self.folder} (CHAOS_KEEP=1)")
         else:
             shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def web_log_exceptions(log: Path) -> collections.Counter:
+    """The last exception of each chain of tracebacks in the web log (one per request that answered 500)."""
+    found: collections.Counter = collections.Counter()
+    in_traceback, last = False, None
+    for line in [*log.read_text(errors="replace").splitlines(), "(end)"]:
+        if line.startswith("Traceback (most recent call last)"):
+            in_traceback = True
+        elif line.startswith(("During handling of the above", "The above exception was")):
+            last = None  # the next traceback of the chain has the last word
+        elif in_traceback and line and not line.startswith((" ", "\t")):
+            in_traceback, last = False, line[:140]
+        elif not in_traceback and line and last is not None:
+            found[last] += 1
+            last = None
+    return found
 
 
 # --- The figures, read in the portal's environment (`--collect`) ---------------------------------------------
@@ -1162,6 +1187,9 @@ def main() -> int:
     except KeyboardInterrupt:
         print("chaos: interrupted", file=sys.stderr)
         return 130
+    except SystemExit as failed:  # setting up failed (a message naming the log): not a missed goal
+        print(failed, file=sys.stderr)
+        return 2
     finally:
         signal.alarm(0)
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):

@@ -146,3 +146,21 @@ def test_a_5xx_cause_is_an_html_page_title_or_the_text_in_one_line():
     assert chaos.cause("<html><head><title>Server error</title></head><body>…</body></html>") == "Server error"
     assert chaos.cause('{"detail":\n  "Database unavailable"}') == '{"detail": "Database unavailable"}'
     assert chaos.cause("") == "(empty body)"
+
+
+def test_the_web_log_names_the_last_exception_of_each_chain(tmp_path):
+    log = tmp_path / "web.log"
+    log.write_text(
+        "ERROR django.request: Internal Server Error: /api/v1/clusters/\n"
+        "Traceback (most recent call last):\n"
+        '  File "x.py", line 1, in f\n'
+        "psycopg.OperationalError: connection failed\n"
+        "\n"
+        "The above exception was the direct cause of the following exception:\n"
+        "\n"
+        "Traceback (most recent call last):\n"
+        '  File "y.py", line 2, in g\n'
+        "django.db.utils.OperationalError: connection failed\n"
+        'INFO "GET /api/v1/clusters/ HTTP/1.1" 500\n'
+    )
+    assert chaos.web_log_exceptions(log) == {"django.db.utils.OperationalError: connection failed": 1}
