@@ -714,7 +714,7 @@ class Run:
     # Setting up ---------------------------------------------------------------------------------------------
 
     def say(self, text: str) -> None:
-        print(f"[chaos {time.strftime('%H:%M:%S')}] {text}", flush=True)
+        print(f"[chaos {time.strftime('%H:%M:%S', time.gmtime())} UTC] {text}", flush=True)
 
     def set_up(self) -> None:
         self.say(f"services in {self.folder} (PostgreSQL, Redis, AWS emulator behind a proxy; loopback only)")
@@ -1012,12 +1012,14 @@ class Run:
                 print(f"\n{label}:")
                 for row in figures[key][:15]:
                     print(f"  {row}")
-        print("\nFaults (t: seconds after the load started; health: /healthz?deep=1 non-200 / probes during it):")
+        print("\nFaults (t: seconds after the load started, UTC; health: /healthz?deep=1 non-200 / probes during it):")
+        offset = time.time() - time.monotonic()
         for fault, began, ended, note in self.done_faults:
             probes = [code for when, code in self.watch.health if began <= when <= max(ended, began + 60)]
             bad = sum(1 for code in probes if code != 200)
+            utc = time.strftime("%H:%M:%S", time.gmtime(began + offset))
             print(
-                f"  t={began - started:>5.0f}  {fault.kind:<17} {note}; health {bad}/{len(probes)} in "
+                f"  t={began - started:>5.0f} {utc}  {fault.kind:<17} {note}; health {bad}/{len(probes)} in "
                 f"{'the fault' if fault.seconds else 'the next 60 s'}"
             )
         print("\nProcess exits (restarted after 2 s, as restart: always):")
@@ -1070,8 +1072,13 @@ def collect(writes_path: str) -> dict:
     from portal.cloud import AccountAccess, session_for
     from tenants.capacity import ledger
     from tenants.models import Allocation, CapacityPool, CapacityRequest
-    from workloads.clusters.models import Cluster
+    from workloads.clusters.models import Cluster, ClusterEvent
     from workloads.support.models import CaseEvent
+
+    def timeline(cluster) -> str:
+        """The portal's side of the story, UTC: when each status began."""
+        events = ClusterEvent.objects.filter(cluster=cluster).exclude(to_status="").order_by("pk")
+        return "; " + ", ".join(f"{e.to_status} {e.created_at:%H:%M:%S}" for e in events)
 
     clusters = {c.pk: c for c in Cluster.objects.select_related("organization")}
     by_status = collections.Counter(c.status for c in clusters.values())
@@ -1089,7 +1096,7 @@ def collect(writes_path: str) -> dict:
         match = re.match(r"^fmp-(\d+)-", name)
         row = clusters.get(int(match.group(1))) if match else None
         if row is None or row.status not in LIVE:
-            orphans.append(f"{name} (portal: {row.status if row else 'no row'})")
+            orphans.append(f"{name} (portal: {row.status if row else 'no row'}{timeline(row) if row else ''})")
         else:
             per_cluster[row.pk].append(name)
     duplicates = {pk: names for pk, names in per_cluster.items() if len(names) > 1}
