@@ -170,6 +170,8 @@ FAULT_KINDS: dict[str, tuple[int, int]] = {
     "kill-worker": (0, 0),
     "kill-poller": (0, 0),
     "kill-beat": (0, 0),
+    # AWS black-holed, so provisioning calls hang in the worker; half way the worker is killed -9 (issue 22, item 8).
+    "kill-worker-mid-provision": (20, 40),
     "stop-redis": (10, 40),
     "aws-blackhole": (30, 150),
     "aws-refuse": (20, 60),
@@ -801,6 +803,9 @@ class Run:
 
     def begin(self, fault: Fault) -> str:
         kind = fault.kind
+        if kind == "kill-worker-mid-provision":
+            self.infra.proxy.set_mode("blackhole")
+            return f"AWS black-holed for {fault.seconds} s, the worker killed -9 half way"
         if kind.startswith("kill-"):
             self.services[kind.removeprefix("kill-")].kill9()
             return "killed -9"
@@ -822,7 +827,7 @@ class Run:
     def end(self, fault: Fault) -> None:
         if fault.kind == "stop-redis":
             self.infra.start_redis()
-        elif fault.kind.startswith("aws-"):
+        elif fault.kind.startswith("aws-") or fault.kind == "kill-worker-mid-provision":
             self.infra.proxy.set_mode("pass")
 
     # The run ------------------------------------------------------------------------------------------------
@@ -865,7 +870,7 @@ class Run:
         for driver in drivers:
             driver.start()
         started = time.monotonic()
-        pending, active = list(faults), None
+        pending, active, halfway = list(faults), None, False
         while time.monotonic() - started < window:
             now = time.monotonic() - started
             if active is None and pending and now >= pending[0].at:
@@ -873,7 +878,12 @@ class Run:
                 note = self.begin(fault)
                 active = (fault, time.monotonic(), note)
                 self.say(f"fault: {fault.kind} ({note})")
+            mid_provision = active is not None and active[0].kind == "kill-worker-mid-provision"
+            if mid_provision and not halfway and time.monotonic() - active[1] >= active[0].seconds / 2:
+                self.services["worker"].kill9()
+                halfway = True
             if active is not None and time.monotonic() - active[1] >= active[0].seconds:
+                halfway = False
                 self.end(active[0])
                 self.done_faults.append((active[0], active[1], time.monotonic(), active[2]))
                 active = None
