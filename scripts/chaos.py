@@ -568,7 +568,8 @@ class Tenant(threading.Thread):
         live = [c for c in clusters["results"] if c["status"] in LIVE]
         held = sum(g["instance_count"] for c in live for g in c["groups"] if g["role"] == "worker")
         free = allocation["instance_count"] - held
-        deletable = [c for c in live if c["status"] != "deleting"]
+        # A fault's probe cluster (Run.probe) is left alone: it is there to be watched.
+        deletable = [c for c in live if c["status"] != "deleting" and not c["name"].startswith("chaos-probe-")]
         # Create while there is room, else delete (any live cluster, in flight too).
         if free >= 1 and (not deletable or self.rng.random() < 0.6):
             self.serial += 1
@@ -708,6 +709,8 @@ class Run:
         self.web_port = free_port()
         self.services: dict[str, Service] = {}
         self.ledger = Ledger()
+        self.drivers: list = []
+        self.probes = 0
         self.stop_load = threading.Event()
         self.stop_watch = threading.Event()
         self.done_faults: list[tuple[Fault, float, float, str]] = []  # (fault, started, ended: monotonic, note)
@@ -805,7 +808,7 @@ class Run:
         kind = fault.kind
         if kind == "kill-worker-mid-provision":
             self.infra.proxy.set_mode("blackhole")
-            return f"AWS black-holed for {fault.seconds} s, the worker killed -9 half way"
+            return f"AWS black-holed for {fault.seconds} s, the worker killed -9 half way; {self.probe()}"
         if kind.startswith("kill-"):
             self.services[kind.removeprefix("kill-")].kill9()
             return "killed -9"
@@ -823,6 +826,21 @@ class Run:
             self.infra.restart_postgres()
             return f"pg_ctl restart -m fast took {time.monotonic() - started:.1f} s"
         raise ValueError(kind)
+
+    def probe(self) -> str:
+        """A cluster created for the fault, which the tenants never delete: one surely mid-provision."""
+        self.probes += 1
+        for driver in self.drivers[:2]:
+            status, allocations = driver.api.call("GET", "/api/v1/allocations/?status=active")
+            found = [a for a in (allocations or {}).get("results", []) if a["instance_type"] == "p5.48xlarge"]
+            if status != 200 or not found:
+                continue
+            body = {"allocation": found[0]["id"], "name": f"chaos-probe-{self.probes}", "instance_count": 1}
+            status, created = driver.api.call("POST", "/api/v1/clusters/", body)
+            if status == 202:
+                driver.api.ledger.wrote("cluster_created", id=created["id"], name=body["name"])
+                return f"probe cluster {created['id']} created"
+        return "no probe cluster (no room in the allocations)"
 
     def end(self, fault: Fault) -> None:
         if fault.kind == "stop-redis":
@@ -845,7 +863,7 @@ class Run:
             f"load for {self.minutes:g} min (seed {self.seed}), {len(faults)} faults: "
             + ", ".join(f"{f.kind}@{f.at:.0f}s" + (f"/{f.seconds}s" if f.seconds else "") for f in faults)
         )
-        drivers = [
+        self.drivers = drivers = [
             Tenant(
                 Api(self.base, tokens["tenant1"], "tenant1", self.ledger),
                 random.Random(self.seed * 10 + 1),
