@@ -973,6 +973,8 @@ class Run:
             ("writes answered 2xx and missing afterwards", len(figures["lost"]), 0),
             ("overcommitted pool-days", figures["overcommitted_pool_days"], 0),
             ("5xx other than 503", other_5xx, 0),
+            # Item 8 of issue 22: a worker killed mid-provision, every cluster in service within 3 minutes.
+            ("longest a cluster was in flight (seconds)", figures["slowest_seconds"], SETTLE_GOAL_SECONDS),
         ]
         missed = []
         print()
@@ -1031,6 +1033,7 @@ class Run:
                 print(f"  {n:>4} × {status} {route}: {why}")
         for label, key in (
             ("Stuck clusters", "stuck_rows"),
+            ("The cluster longest in flight (UTC)", "slowest"),
             ("Lost writes", "lost"),
             ("Duplicate cloud clusters", "duplicate_names"),
             ("Orphaned cloud clusters", "orphan_names"),
@@ -1071,6 +1074,20 @@ class Run:
             shutil.rmtree(self.folder, ignore_errors=True)
 
 
+def longest_in_flight(events, *, now) -> tuple[float, int | None]:
+    """The longest time one cluster spent requested, provisioning or deleting in a row (seconds), and which; an
+    episode still open counts until `now`. `events`: (cluster id, status it moved to, when), in time order."""
+    since: dict[int, object] = {}
+    longest: tuple[float, int | None] = (0.0, None)
+    for cluster_id, status, at in [*events, *((pk, "(now)", now) for pk in {e[0] for e in events})]:
+        if status in IN_FLIGHT:
+            since.setdefault(cluster_id, at)
+        elif cluster_id in since:
+            seconds = (at - since.pop(cluster_id)).total_seconds()
+            longest = max(longest, (seconds, cluster_id), key=lambda pair: pair[0])
+    return longest
+
+
 def web_log_exceptions(log: Path) -> collections.Counter:
     """The last exception of each chain of tracebacks in the web log (one per request that answered 500)."""
     found: collections.Counter = collections.Counter()
@@ -1095,6 +1112,7 @@ def collect(writes_path: str) -> dict:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
     sys.path.insert(0, str(ROOT))
     import django
+    import django.utils.timezone
 
     django.setup()
     from portal.cloud import AccountAccess, session_for
@@ -1156,7 +1174,13 @@ def collect(writes_path: str) -> dict:
     # The pool invariant, from the allocations themselves (a sweep per pool), and the ledger against them.
     allocatable = {p.pk: p.allocatable_instances for p in CapacityPool.objects.all()}
     over = [(pool, day, n) for (pool, day), n in ledger.expected().items() if n > allocatable[pool]]
+    events = ClusterEvent.objects.exclude(to_status="").order_by("created_at", "pk")
+    slowest, slowest_id = longest_in_flight(
+        list(events.values_list("cluster_id", "to_status", "created_at")), now=django.utils.timezone.now()
+    )
     return {
+        "slowest_seconds": round(slowest),
+        "slowest": [f"cluster {slowest_id}: {round(slowest)} s{timeline(clusters[slowest_id])}"] if slowest_id else [],
         "created": len(clusters),
         "by_status": dict(by_status),
         "stuck": sum(by_status[s] for s in IN_FLIGHT),

@@ -164,3 +164,27 @@ def test_the_web_log_names_the_last_exception_of_each_chain(tmp_path):
         'INFO "GET /api/v1/clusters/ HTTP/1.1" 500\n'
     )
     assert chaos.web_log_exceptions(log) == {"django.db.utils.OperationalError: connection failed": 1}
+
+
+def test_longest_in_flight_follows_each_cluster_and_counts_an_open_episode_to_now():
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2026, 11, 25, 16, 0, tzinfo=UTC)
+
+    def at(seconds):
+        return t0 + timedelta(seconds=seconds)
+
+    events = [
+        (1, "requested", at(0)),
+        (1, "provisioning", at(1)),  # still the same episode: requested then provisioning
+        (2, "requested", at(5)),
+        (2, "provisioning", at(6)),
+        (1, "in_service", at(377)),
+        (2, "in_service", at(8)),
+        (2, "deleting", at(100)),
+        (2, "deleted", at(160)),
+        (3, "requested", at(300)),  # never left: counted until now
+    ]
+    assert chaos.longest_in_flight(events, now=at(400)) == (377.0, 1)
+    assert chaos.longest_in_flight(events, now=at(800)) == (500.0, 3)
+    assert chaos.longest_in_flight([], now=at(0)) == (0.0, None)
