@@ -395,7 +395,13 @@ class CapacityRequest(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"#{self.pk} {self.organization}: {self.instance_count} × {self.pool}"
+        return f"{self.number} {self.organization}: {self.instance_count} × {self.pool}"
+
+    @property
+    def number(self) -> str:
+        """How people name a request: R-13. Requests and allocations are numbered apart, so a bare "#13" named two
+        different things (issue 23); the letter says which."""
+        return f"R-{self.pk}"
 
     @property
     def days(self) -> int:
@@ -493,7 +499,13 @@ class Allocation(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.organization}: {self.instance_count} × {self.pool} ({self.starts_on} – {self.ends_on})"
+        window = f"{self.starts_on} – {self.ends_on}"
+        return f"{self.number} {self.organization}: {self.instance_count} × {self.pool} ({window})"
+
+    @property
+    def number(self) -> str:
+        """How people name an allocation: A-13 (a request is R-13)."""
+        return f"A-{self.pk}"
 
     @property
     def days(self) -> int:
@@ -562,9 +574,11 @@ class AuditEvent(models.Model):
 
     @property
     def target_label(self) -> str:
-        """ "Capacity request #14", in the reader's language; a type the app no longer has keeps its name."""
+        """ "Capacity request R-14", "Allocation A-3", in the reader's language (requests and allocations by their
+        numbers, as every page names them); a type the app no longer has keeps its name."""
         model = audit_labels.target_model(self.target_type)
-        return f"{capfirst(model._meta.verbose_name) if model else self.target_type} #{self.target_id}"
+        number = {"capacityrequest": "R-", "allocation": "A-"}.get(self.target_type, "#")
+        return f"{capfirst(model._meta.verbose_name) if model else self.target_type} {number}{self.target_id}"
 
     @property
     def target_url(self) -> str:

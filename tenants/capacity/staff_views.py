@@ -165,7 +165,7 @@ def decide(request, pk: int):
     if error:
         messages.error(request, error)
     else:
-        messages.success(request, _("Request #%(id)s decided.") % {"id": capacity_request.pk})
+        messages.success(request, _("Request %(id)s decided.") % {"id": capacity_request.number})
     return redirect("review-queue")
 
 
@@ -233,7 +233,7 @@ def revoke(request, pk: int):
         except ValidationError as error:
             apply_errors(form, error)
         else:
-            messages.success(request, _("Allocation #%(id)s revoked.") % {"id": allocation.pk})
+            messages.success(request, _("Allocation %(id)s revoked.") % {"id": allocation.number})
             return redirect("allocations")
     revocable = allocation.status not in (Allocation.Status.REVOKED, Allocation.Status.EXPIRED)
     context = {

@@ -233,9 +233,9 @@ def _draft_initial(draft: CapacityRequest) -> dict:
 
 def _saved(request, capacity_request: CapacityRequest):
     if capacity_request.status == CapacityRequest.Status.SUBMITTED:
-        messages.success(request, _("Request #%(id)s submitted for review.") % {"id": capacity_request.pk})
+        messages.success(request, _("Request %(id)s submitted for review.") % {"id": capacity_request.number})
     else:
-        messages.success(request, _("Draft #%(id)s saved.") % {"id": capacity_request.pk})
+        messages.success(request, _("Draft %(id)s saved.") % {"id": capacity_request.number})
     return redirect("capacity-request", org_slug=capacity_request.organization.slug, pk=capacity_request.pk)
 
 
@@ -292,8 +292,8 @@ def capacity_request_action(request, org_slug: str, pk: int, action: str):
     except ValidationError as error:
         messages.error(request, " ".join(error.messages))
     else:
-        done = {"submit": _("Request #%(id)s submitted for review."), "withdraw": _("Request #%(id)s withdrawn.")}
-        messages.success(request, done[action] % {"id": capacity_request.pk})
+        done = {"submit": _("Request %(id)s submitted for review."), "withdraw": _("Request %(id)s withdrawn.")}
+        messages.success(request, done[action] % {"id": capacity_request.number})
     return redirect("capacity-request", org_slug=access.organization.slug, pk=capacity_request.pk)
 
 

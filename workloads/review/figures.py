@@ -85,6 +85,14 @@ class WeekReview:
         return sum(len(getattr(row, attribute)) for row in self.organizations)
 
     @property
+    def usage_total(self) -> Figures:
+        """Every organization's week together: the table's footer (summed from the same rows, never rescanned)."""
+        total = Figures()
+        for row in self.organizations:
+            total.add(row.usage)
+        return total
+
+    @property
     def totals(self) -> dict[str, int]:
         return {name: self.total(name) for name in ("open_cases", "stale_cases", "opened", "resolved", "workloads")}
 
