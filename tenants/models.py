@@ -308,7 +308,7 @@ class Framework(models.TextChoices):
     OTHER = "other", _("Other")
 
 
-class CapacityRequest(models.Model):
+class CapacityRequest(audit_labels.Numbered, models.Model):
     """A tenant's ask for instances of one type in one region over a window (dates inclusive)."""
 
     class Status(models.TextChoices):
@@ -398,12 +398,6 @@ class CapacityRequest(models.Model):
         return f"{self.number} {self.organization}: {self.instance_count} × {self.pool}"
 
     @property
-    def number(self) -> str:
-        """How people name a request: R-13. Requests and allocations are numbered apart, so a bare "#13" named two
-        different things (issue 23); the letter says which."""
-        return f"R-{self.pk}"
-
-    @property
     def days(self) -> int:
         return (self.ends_on - self.starts_on).days + 1
 
@@ -441,7 +435,7 @@ class AllocationQuerySet(TenantQuerySet):
         return self.filter(starts_on__lte=ends_on, ends_on__gte=starts_on)
 
 
-class Allocation(models.Model):
+class Allocation(audit_labels.Numbered, models.Model):
     """Instances of a pool granted to an organization over a window (dates inclusive). Invariant: on every day,
     the allocations holding capacity in a pool sum to at most pool.total_instances - pool.spare_instances.
     Only tenants.capacity (decisions, allocations) creates or changes them."""
@@ -499,13 +493,7 @@ class Allocation(models.Model):
         ]
 
     def __str__(self) -> str:
-        window = f"{self.starts_on} – {self.ends_on}"
-        return f"{self.number} {self.organization}: {self.instance_count} × {self.pool} ({window})"
-
-    @property
-    def number(self) -> str:
-        """How people name an allocation: A-13 (a request is R-13)."""
-        return f"A-{self.pk}"
+        return f"{self.number} {self.organization}: {self.instance_count} × {self.pool} ({self.starts_on} – {self.ends_on})"  # noqa: E501
 
     @property
     def days(self) -> int:
@@ -574,11 +562,9 @@ class AuditEvent(models.Model):
 
     @property
     def target_label(self) -> str:
-        """ "Capacity request R-14", "Allocation A-3", in the reader's language (requests and allocations by their
-        numbers, as every page names them); a type the app no longer has keeps its name."""
+        """ "Capacity request R-14", in the reader's language; a type the app no longer has keeps its name."""
         model = audit_labels.target_model(self.target_type)
-        number = {"capacityrequest": "R-", "allocation": "A-"}.get(self.target_type, "#")
-        return f"{capfirst(model._meta.verbose_name) if model else self.target_type} {number}{self.target_id}"
+        return f"{capfirst(model._meta.verbose_name) if model else self.target_type} {audit_labels.number(self.target_type, self.target_id)}"  # noqa: E501
 
     @property
     def target_url(self) -> str:

@@ -155,3 +155,16 @@ def test_the_script_downloads_as_a_file(client):
     assert response.status_code == 200
     assert b"fmp-reporter" in b"".join(response.streaming_content)
     assert "attachment" in response["Content-Disposition"]
+
+
+def test_the_job_list_sorts_by_its_columns_in_place(manager_client, cluster):
+    """Issue 23 item 8: ?sort=accelerators / -accelerators / user, in place through htmx; the default is newest."""
+    now = timezone.now()
+    JobFactory(cluster=cluster, job_id="1", user="carol", accelerators=8, submitted_at=now - timedelta(hours=3))
+    JobFactory(cluster=cluster, job_id="2", user="alice", accelerators=32, submitted_at=now - timedelta(hours=2))
+    JobFactory(cluster=cluster, job_id="3", user="bob", accelerators=16, submitted_at=now - timedelta(hours=1))
+    for sort, expected in (("", "321"), ("accelerators", "132"), ("-accelerators", "231"), ("user", "231")):
+        page = manager_client.get("/jobs/", {"sort": sort}, headers={"HX-Request": "true"})
+        assert page.status_code == 200 and "<html" not in page.text
+        assert "".join(job.job_id for job in page.context["page"].object_list) == expected, sort
+    assert 'data-sort="accelerators"' in page.text and 'data-sort="state"' not in page.text  # state: no index

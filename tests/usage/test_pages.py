@@ -205,3 +205,22 @@ def test_the_charts_follow_the_chosen_period(manager_client):
     assert 'data-testid="heatmap-chosen"' in text  # the week is framed on the heatmap
     whole = manager_client.get("/program/usage/?period=program").text
     assert "$5,309 / $33,792" not in whole and 'data-testid="heatmap-chosen"' not in whole
+
+
+@pytest.mark.parametrize(
+    ("sort", "first"), [("utilization", "Alpha Lab"), ("-utilization", "Beta Lab"), ("-allocated", "Alpha Lab")]
+)
+def test_the_organizations_sort_by_a_column_in_place(manager_client, sort, first):
+    """Issue 23 item 8: every column sorts (?sort=col / -col), in place through htmx, the sort in the URL."""
+    page = manager_client.get(f"/program/usage/?period=2027-W10&sort={sort}", headers={"HX-Request": "true"})
+    assert page.status_code == 200 and "<html" not in page.text
+    rows = [row.record.organization.name for row in page.context["org_table"].rows]
+    assert rows[0] == first
+    assert 'hx-push-url="true"' in page.text and "aria-sort=" in page.text
+    link = "?period=2027-W10&amp;sort=-utilization" if sort == "utilization" else "sort=utilization"
+    assert link in page.text  # the header sorts the other way next, keeping the period
+
+
+def test_an_unknown_sort_is_ignored_not_an_error(manager_client):
+    for sort in ("nonsense", "-organization__slug", "figures.allocated", "\x00"):
+        assert manager_client.get("/program/usage/", {"period": "2027-W10", "sort": sort}).status_code == 200

@@ -23,6 +23,7 @@ from django.views.decorators.http import require_GET
 from portal.forms import apply_errors
 from portal.pages import id_param, render_form, render_page
 from portal.periods import iso_week, today
+from portal.tables import sort_table
 from tenants.access import (
     get_org_access_or_404,
     is_program_manager,
@@ -47,6 +48,7 @@ from workloads.usage.reports import (
     summed,
     weekly,
 )
+from workloads.usage.tables import OrgUsageTable, PoolUsageTable
 
 STAFF_ONLY = _("Usage across the program is for program staff; your organization's usage is on its own page.")
 
@@ -99,6 +101,9 @@ def program_usage(request):
         "period_error": error,
         "choices": period_choices(program),
         "report": report,
+        # The tables sort by any column (?sort=), in place: the rows are the report's, bounded by the organizations.
+        "org_table": sort_table(request, OrgUsageTable(report.rows)),
+        "pool_table": sort_table(request, PoolUsageTable(report.pools, prefix="pools_")),
         "charts": _cached_charts(report, program, UsageDay.objects.visible_to(request.user), period=period),
     }
     status = 400 if error else 200
