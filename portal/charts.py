@@ -7,6 +7,7 @@ map days and values to pixels, round value ticks, month ticks, and a palette in 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import date, timedelta
 
@@ -87,6 +88,32 @@ class DayScale:
 LABEL_ROOM_PX = 14  # a tick label's height (11 px font) and a little air
 
 
+def nice_step(rough: float) -> float:
+    """The round step nearest `rough`: 1, 2 or 5 times a power of ten (110 becomes 100, 0.37 becomes 0.5), so
+    ticks read 0, 100, 200 rather than 0, 110, 220."""
+    if rough <= 0:
+        return 1
+    power = 10 ** math.floor(math.log10(rough))
+    fraction = rough / power
+    factor = 1 if fraction < 1.5 else 2 if fraction < 3 else 5 if fraction < 7 else 10
+    return factor * power
+
+
+def nice_ceiling(value: float, *, count: int = 5) -> float:
+    """`value` rounded up to the next round tick, so a data-driven axis ends on a labelled tick (440 → 500)."""
+    if value <= 0:
+        return 1
+    step = nice_step(value / count)
+    return math.ceil(value / step - 1e-9) * step
+
+
+def tick_label(value: float) -> str:
+    """A tick's text: whole numbers without decimals, thousands grouped (1,000), fractions as few digits as needed."""
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.2f}".rstrip("0").rstrip(".")
+
+
 @dataclass(frozen=True)
 class ValueScale:
     """Values [0, maximum] up the plot's height."""
@@ -98,14 +125,14 @@ class ValueScale:
         return round(self.frame.top + self.frame.plot_h * (1 - value / self.maximum), 2)
 
     def ticks(self, *, marks: tuple[float, ...] = (), count: int = 6) -> list[dict]:
-        """Round ticks (multiples of 10 or more, about `count` of them) plus the `marks` (e.g. a capacity line),
-        no two labels closer than a label's height: a mark gives way to an earlier mark (allocatable 62 and a total
-        of 64 would print one over the other), a round tick to any mark."""
-        top = int(self.maximum)
-        step = max(10, round(top / count, -1))
+        """Round ticks (1, 2 or 5 × a power of ten apart, about `count` of them) plus the `marks` (e.g. a capacity
+        line), no two labels closer than a label's height: a mark gives way to an earlier mark (allocatable 62 and
+        a total of 64 would print one over the other), a round tick to any mark."""
+        step = nice_step(self.maximum / count)
         room = self.maximum * LABEL_ROOM_PX / self.frame.plot_h  # a label's height, in values, on this plot
+        rounds = [n * step for n in range(int(self.maximum / step + 1e-9) + 1)]
         kept: list[float] = []
-        for value in [*marks, *range(0, top + 1, int(step))]:
+        for value in [*marks, *rounds]:
             if value <= self.maximum and all(abs(value - other) > room for other in kept):
                 kept.append(value)
-        return [{"y": self.y(v), "label": v} for v in sorted(kept)]
+        return [{"y": self.y(v), "label": tick_label(v), "value": v} for v in sorted(kept)]

@@ -27,6 +27,13 @@ def varies_on_htmx(response: HttpResponse) -> HttpResponse:
     return response
 
 
+def fragment_for(request, default: str, *, by_target: dict[str, str]) -> str:
+    """Which fragment a page with more than one swappable part answers: the one htmx targets (its HX-Target, the
+    element's id), else `default`. A sortable table's header targets its own part (portal/tables.py)."""
+    target = getattr(getattr(request, "htmx", None), "target", None) or ""
+    return by_target.get(target, default)
+
+
 def render_page(request, template: str, context: dict, *, fragment: str | None = None, status: int = 200):
     """The page, or only its `{% partialdef fragment %}` when htmx asks for a fragment."""
     if fragment and is_fragment(request):

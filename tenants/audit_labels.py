@@ -23,6 +23,21 @@ ACTIONS = {
 }
 # Object type (model name) → the name of the URL pattern showing one of them by its id.
 PAGES: dict[str, str] = {}
+# How people number requests and allocations: R-13, A-13. Both tables count from 1, so a bare "#13" named two
+# different things (issue 23); the letter says which, on every page, email and audit line.
+NUMBER_PREFIXES = {"capacityrequest": "R-", "allocation": "A-"}
+
+
+def number(target_type: str, target_id) -> str:
+    return f"{NUMBER_PREFIXES.get(target_type, '#')}{target_id}"
+
+
+class Numbered:
+    """A model people name by its number (`number`: R-13 for a capacity request, A-13 for an allocation)."""
+
+    @property
+    def number(self) -> str:
+        return number(self._meta.model_name, self.pk)
 
 
 def register(*, actions: dict, pages: dict[str, str] | None = None) -> None:

@@ -308,7 +308,7 @@ class Framework(models.TextChoices):
     OTHER = "other", _("Other")
 
 
-class CapacityRequest(models.Model):
+class CapacityRequest(audit_labels.Numbered, models.Model):
     """A tenant's ask for instances of one type in one region over a window (dates inclusive)."""
 
     class Status(models.TextChoices):
@@ -395,7 +395,7 @@ class CapacityRequest(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"#{self.pk} {self.organization}: {self.instance_count} × {self.pool}"
+        return f"{self.number} {self.organization}: {self.instance_count} × {self.pool}"
 
     @property
     def days(self) -> int:
@@ -435,7 +435,7 @@ class AllocationQuerySet(TenantQuerySet):
         return self.filter(starts_on__lte=ends_on, ends_on__gte=starts_on)
 
 
-class Allocation(models.Model):
+class Allocation(audit_labels.Numbered, models.Model):
     """Instances of a pool granted to an organization over a window (dates inclusive). Invariant: on every day,
     the allocations holding capacity in a pool sum to at most pool.total_instances - pool.spare_instances.
     Only tenants.capacity (decisions, allocations) creates or changes them."""
@@ -493,7 +493,7 @@ class Allocation(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.organization}: {self.instance_count} × {self.pool} ({self.starts_on} – {self.ends_on})"
+        return f"{self.number} {self.organization}: {self.instance_count} × {self.pool} ({self.starts_on} – {self.ends_on})"  # noqa: E501
 
     @property
     def days(self) -> int:
@@ -562,9 +562,9 @@ class AuditEvent(models.Model):
 
     @property
     def target_label(self) -> str:
-        """ "Capacity request #14", in the reader's language; a type the app no longer has keeps its name."""
+        """ "Capacity request R-14", in the reader's language; a type the app no longer has keeps its name."""
         model = audit_labels.target_model(self.target_type)
-        return f"{capfirst(model._meta.verbose_name) if model else self.target_type} #{self.target_id}"
+        return f"{capfirst(model._meta.verbose_name) if model else self.target_type} {audit_labels.number(self.target_type, self.target_id)}"  # noqa: E501
 
     @property
     def target_url(self) -> str:

@@ -34,9 +34,9 @@ def notify_decision(capacity_request: CapacityRequest, allocation: Allocation | 
 def _notify_decision(capacity_request: CapacityRequest, allocation: Allocation | None) -> None:
     status = capacity_request.get_status_display()
     lines = [
-        _("Your capacity request #%(id)s (%(count)s × %(pool)s, %(start)s – %(end)s) was %(status)s.")
+        _("Your capacity request %(id)s (%(count)s × %(pool)s, %(start)s – %(end)s) was %(status)s.")
         % {
-            "id": capacity_request.pk,
+            "id": capacity_request.number,
             "count": capacity_request.instance_count,
             "pool": capacity_request.pool,
             "start": capacity_request.starts_on,
@@ -46,8 +46,13 @@ def _notify_decision(capacity_request: CapacityRequest, allocation: Allocation |
     ]
     if allocation is not None:
         lines.append(
-            _("Allocated: %(count)s instances from %(start)s to %(end)s.")
-            % {"count": allocation.instance_count, "start": allocation.starts_on, "end": allocation.ends_on}
+            _("Allocated (%(id)s): %(count)s instances from %(start)s to %(end)s.")
+            % {
+                "id": allocation.number,
+                "count": allocation.instance_count,
+                "start": allocation.starts_on,
+                "end": allocation.ends_on,
+            }
         )
     if capacity_request.decision_comment:
         lines.append(_("Comment: %(comment)s") % {"comment": capacity_request.decision_comment})
@@ -57,7 +62,7 @@ def _notify_decision(capacity_request: CapacityRequest, allocation: Allocation |
     )
     notify_members(
         capacity_request.organization,
-        _("Capacity request #%(id)s: %(status)s") % {"id": capacity_request.pk, "status": status},
+        _("Capacity request %(id)s: %(status)s") % {"id": capacity_request.number, "status": status},
         "\n\n".join(lines),
     )
 

@@ -140,8 +140,8 @@ def check_pool_change(*, pool: CapacityPool, total_instances: int, spare_instanc
     outside = holding.exclude(starts_on__gte=starts_on, ends_on__lte=ends_on).order_by("starts_on").first()
     if outside is not None:
         raise ValidationError(
-            _("Allocation #%(id)s (%(start)s – %(end)s) lies outside the new window; revoke or move it first.")
-            % {"id": outside.pk, "start": outside.starts_on, "end": outside.ends_on}
+            _("Allocation %(id)s (%(start)s – %(end)s) lies outside the new window; revoke or move it first.")
+            % {"id": outside.number, "start": outside.starts_on, "end": outside.ends_on}
         )
     peak = peak_in(allocated_by_day([pool.pk], first=starts_on, last=ends_on)[pool.pk], first=starts_on, last=ends_on)
     if peak.used > total_instances - spare_instances:

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_POST
 from portal.forms import apply_errors
 from portal.pages import choice_param, is_fragment, paginate, render_form, render_page, varies_on_htmx
 from portal.periods import today
+from portal.tables import sort_table
 from tenants.access import is_program_manager, require_program_manager, require_program_staff, visible_organizations
 from tenants.capacity.allocations import allocation_rows, revoke_allocation
 from tenants.capacity.charts import MAX_SERIES, pool_chart
@@ -26,6 +27,7 @@ from tenants.capacity.forms import DecisionForm, RevokeForm
 from tenants.capacity.ledger import allocated_by_day
 from tenants.capacity.pools import catalog_prices, largest_holders, pool_headroom, pool_spans, request_estimate
 from tenants.capacity.revocation import clusters_to_delete
+from tenants.capacity.tables import AllocationTable
 from tenants.capacity.usage import usage
 from tenants.models import Allocation, CapacityPool, CapacityRequest
 
@@ -165,7 +167,7 @@ def decide(request, pk: int):
     if error:
         messages.error(request, error)
     else:
-        messages.success(request, _("Request #%(id)s decided.") % {"id": capacity_request.pk})
+        messages.success(request, _("Request %(id)s decided.") % {"id": capacity_request.number})
     return redirect("review-queue")
 
 
@@ -204,9 +206,12 @@ def allocations(request):
         rows = rows.filter(organization__slug=org)
     if not (status.valid and org.valid):
         rows = rows.none()
-    page = paginate(request, rows.order_by("-starts_on", "-pk"), PAGE_SIZE)
+    # Newest first; the columns sort (?sort=) by the allocation's own indexed fields (tests/tenants/test_indexes.py).
+    table = sort_table(request, AllocationTable(rows, order_by="-window"), per_page=PAGE_SIZE)
+    page = table.page
     context = {
         "page": page,
+        "table": table,
         "rows": allocation_rows(page.object_list, on=today()),
         "statuses": Allocation.Status.choices,
         "status": status,
@@ -233,7 +238,7 @@ def revoke(request, pk: int):
         except ValidationError as error:
             apply_errors(form, error)
         else:
-            messages.success(request, _("Allocation #%(id)s revoked.") % {"id": allocation.pk})
+            messages.success(request, _("Allocation %(id)s revoked.") % {"id": allocation.number})
             return redirect("allocations")
     revocable = allocation.status not in (Allocation.Status.REVOKED, Allocation.Status.EXPIRED)
     context = {

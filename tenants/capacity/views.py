@@ -14,8 +14,9 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from portal.forms import apply_errors
-from portal.pages import choice_param, id_param, paginate, render_form, render_page
+from portal.pages import choice_param, fragment_for, id_param, paginate, render_form, render_page
 from portal.periods import today
+from portal.tables import sort_table
 from tenants.access import get_org_access_or_404
 from tenants.capacity.allocations import allocation_rows
 from tenants.capacity.estimate import MAX_INSTANCES
@@ -29,6 +30,7 @@ from tenants.capacity.requests import (
     submit_request,
     withdraw_request,
 )
+from tenants.capacity.tables import AllocationTable
 from tenants.models import Allocation, AuditEvent, CapacityRequest, Program
 
 PAGE_SIZE = 25
@@ -54,10 +56,14 @@ def capacity(request, org_slug: str):
         requests = requests.filter(status=status)
     page = paginate(request, requests if status.valid else requests.none(), PAGE_SIZE)
     # Newest first, a page at a time: an org with hundreds of allocations must not make the page grow with them.
-    allocation_page = paginate(request, allocations, PAGE_SIZE, param="allocations_page")
+    # Its columns sort (?allocations_sort=), each by an index that starts with the organization.
+    table = AllocationTable(allocations, prefix="allocations_", order_by="-window", exclude=("organization",))
+    table = sort_table(request, table, per_page=PAGE_SIZE)
+    allocation_page = table.page
     context = {
         "access": access,
         "org": org,
+        "allocation_table": table,
         "allocation_rows": allocation_rows(allocation_page.object_list, on=today()),
         "allocation_page": allocation_page,
         "page": page,
@@ -65,7 +71,8 @@ def capacity(request, org_slug: str):
         "status": status,
     }
     status_code = 200 if status.valid else 400
-    return render_page(request, "tenants/capacity.html", context, fragment="request-rows", status=status_code)
+    fragment = fragment_for(request, "request-rows", by_target={"allocation-rows": "allocation-rows"})
+    return render_page(request, "tenants/capacity.html", context, fragment=fragment, status=status_code)
 
 
 ESTIMATE_FIELDS = {"pool", "instance_count", "starts_on", "ends_on", "parameters_b", "tokens_b", "expected_mfu"}
@@ -233,9 +240,9 @@ def _draft_initial(draft: CapacityRequest) -> dict:
 
 def _saved(request, capacity_request: CapacityRequest):
     if capacity_request.status == CapacityRequest.Status.SUBMITTED:
-        messages.success(request, _("Request #%(id)s submitted for review.") % {"id": capacity_request.pk})
+        messages.success(request, _("Request %(id)s submitted for review.") % {"id": capacity_request.number})
     else:
-        messages.success(request, _("Draft #%(id)s saved.") % {"id": capacity_request.pk})
+        messages.success(request, _("Draft %(id)s saved.") % {"id": capacity_request.number})
     return redirect("capacity-request", org_slug=capacity_request.organization.slug, pk=capacity_request.pk)
 
 
@@ -292,8 +299,8 @@ def capacity_request_action(request, org_slug: str, pk: int, action: str):
     except ValidationError as error:
         messages.error(request, " ".join(error.messages))
     else:
-        done = {"submit": _("Request #%(id)s submitted for review."), "withdraw": _("Request #%(id)s withdrawn.")}
-        messages.success(request, done[action] % {"id": capacity_request.pk})
+        done = {"submit": _("Request %(id)s submitted for review."), "withdraw": _("Request %(id)s withdrawn.")}
+        messages.success(request, done[action] % {"id": capacity_request.number})
     return redirect("capacity-request", org_slug=access.organization.slug, pk=capacity_request.pk)
 
 

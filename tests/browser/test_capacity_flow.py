@@ -70,7 +70,7 @@ def test_request_estimate_partial_approval_allocation(page, live_server, screens
     log_in(page, live_server, "tenant1")
     allocation = Allocation.objects.get(request=request)
     table = page.locator("#home-allocations")
-    assert table.get_by_role("cell", name=str(allocation.pk), exact=True).is_visible()
+    assert table.get_by_role("cell", name=allocation.number, exact=True).is_visible()  # A-209, a request is R-…
     assert f"{2 * 60 * 24:,}" in table.inner_text()  # 2 instances × 60 days × 24 h granted
     screenshot("capacity-6-tenant-sees-allocation")
 

@@ -56,6 +56,8 @@ def test_tenant_creates_a_cluster_and_watches_it_come_into_service(page, live_se
 
     status = page.get_by_test_id("cluster-status")
     assert status.inner_text() in ("Requested", "Provisioning")
+    flash = page.get_by_text("Cluster sakura-70b requested: it is being provisioned.")
+    assert flash.is_visible()
     page.evaluate("window.__notReloaded = true")
     page.wait_for_function("document.querySelector('[data-testid=cluster-status]').innerText === 'Provisioning'")
     assert page.locator("progress").is_visible()
@@ -72,6 +74,7 @@ def test_tenant_creates_a_cluster_and_watches_it_come_into_service(page, live_se
     )
     assert page.evaluate("window.__notReloaded") is True  # htmx swapped the status in; no reload
     assert page.locator("progress").count() == 0  # polling and the progress bar stop once in service
+    assert flash.count() == 1 and not flash.is_visible()  # "being provisioned" is no longer true (issue 23)
     assert page.get_by_role("cell", name="workers-p5-48xlarge-3").is_visible()
     assert page.get_by_test_id("timeline").get_by_text("Provisioning").first.is_visible()
     screenshot("cluster-in-service")

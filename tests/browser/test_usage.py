@@ -8,10 +8,11 @@ from django.core.management import call_command
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("catalog")]
 
-# Every card's content fits its card: a table wider than its scroll box or an SVG wider than the card is a bug.
+# Every card's content fits its card: a table wider than its scroll box, an SVG or a value in a list of facts (a
+# role ARN, an email address) wider than the card is a bug.
 OVERFLOWING = """() => [...document.querySelectorAll('main .card')].flatMap(card => {
     const box = card.getBoundingClientRect();
-    return [...card.querySelectorAll('table, svg')].filter(el => {
+    return [...card.querySelectorAll('table, svg, dd')].filter(el => {
         const scroller = el.closest('.table-scroll');
         const limit = (scroller || card).getBoundingClientRect();
         return el.getBoundingClientRect().right > Math.max(limit.right, box.right) + 1;

@@ -25,7 +25,7 @@ def test_creating_retrying_and_deleting_a_cluster_are_audited(org, allocation, a
         ("cluster.retried", actor, org),
         ("cluster.deletion_requested", actor, org),
     ]
-    assert events[0].changes == {"allocation": [None, f"#{allocation.pk}"], "workers": [None, "4 × p5.48xlarge"]}
+    assert events[0].changes == {"allocation": [None, f"A-{allocation.pk}"], "workers": [None, "4 × p5.48xlarge"]}
     assert events[1].changes["attempt"] == [1, 2]
     page = manager_client.get("/program/audit/")
     assert "created the cluster" in page.text and "asked to delete the cluster" in page.text

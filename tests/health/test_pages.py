@@ -1,6 +1,8 @@
 """The health pages: a cluster's board (nodes × GPUs), the program's incidents, the rules; who may see each, and a
 bounded number of queries however many nodes and events there are."""
 
+from datetime import timedelta
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -105,6 +107,19 @@ def test_incidents_list_open_critical_events_by_org_with_their_case(support_clie
     assert f"/support/{case.pk}/" in response.text
     assert "their-p5" in response.text and "300.5" in response.text  # the suspect interconnect
     assert "p5-train" in response.context["silent"][0].name
+
+
+def test_a_silent_reporter_counts_from_its_last_report(support_client, cluster):
+    """Issue 23 item 12: silent since it was marked (3 intervals after its last report) read "silent for 5 minutes"
+    while nothing had come for two hours."""
+    now = timezone.now()
+    Cluster.objects.filter(pk=cluster.pk).update(
+        last_report_at=now - timedelta(hours=2), reporter_silent_since=now - timedelta(minutes=5)
+    )
+    for url in ("/program/incidents/", f"/clusters/{cluster.pk}/reporter/"):
+        text = support_client.get(url).text
+        assert "silent for 2\xa0hours" in text or "silent for 2&nbsp;hours" in text, url
+        assert "5\xa0minutes" not in text and "5&nbsp;minutes" not in text, url
 
 
 def test_incidents_filter_by_an_organization_picked_by_name(support_client, cluster, other_org):

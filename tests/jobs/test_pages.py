@@ -32,9 +32,21 @@ def test_the_job_list_of_a_cluster_says_what_runs_now_by_user_and_partition(memb
     assert response.status_code == 200
     assert [j.job_id for j in response.context["page"].object_list] == ["4", "3", "2", "1"]
     assert response.context["running"] == {"jobs": 2, "accelerators": 24}  # job 3's state is unknown
-    assert [(r["user"], r["accelerators"]) for r in response.context["by_user"]] == [("alice", 16), ("bob", 8)]
-    assert [r["partition"] for r in response.context["by_partition"]] == ["p5", "eval"]
+    assert [(r["name"], r["accelerators"]) for r in response.context["by_user"]] == [("alice", 16), ("bob", 8)]
+    assert [r["name"] for r in response.context["by_partition"]] == ["p5", "eval"]
     assert "state unknown" in response.text
+
+
+def test_by_user_tells_the_same_username_of_two_organizations_apart(manager_client, cluster, other_org):
+    """Issue 23 item 12: "alice" of two organizations are two people; the program's summary merged them."""
+    theirs = ClusterFactory(organization=other_org, name="p5-theirs")
+    JobFactory(cluster=cluster, job_id="1", state="RUNNING", ended_at=None, user="alice", accelerators=16)
+    JobFactory(cluster=theirs, job_id="1", state="RUNNING", ended_at=None, user="alice", accelerators=8)
+    response = manager_client.get("/jobs/")
+    rows = [(r["name"], r["scope"], r["accelerators"]) for r in response.context["by_user"]]
+    assert rows == [("alice", cluster.organization.name, 16), ("alice", other_org.name, 8)]
+    partitions = {(r["scope"], r["accelerators"]) for r in response.context["by_partition"]}
+    assert partitions == {("p5-train", 16), ("p5-theirs", 8)}  # a partition is a cluster's
 
 
 def test_a_filter_shows_running_unknown_or_finished(member_client, cluster):
@@ -99,7 +111,12 @@ def test_the_interconnect_page_charts_the_latest_run_against_its_baseline(member
     assert response.status_code == 200
     chart = response.context["chart"]
     assert len(chart["size_ticks"]) >= 5 and chart["baseline_y"] < chart["suspect_y"]  # y grows downwards
-    assert 'data-testid="nccl-chart"' in response.text and "16 GiB: 487.26 GB/s" in response.text
+    assert 'data-testid="nccl-chart"' in response.text
+    assert "16 GiB: 487.09 GB/s out-of-place, 487.26 GB/s in-place" in response.text  # both lines on hover
+    # Issue 23 item 9: the baseline and the suspect line say what they are where they are drawn, on round ticks.
+    assert chart["baseline_label"] == "baseline 487 GB/s" and chart["suspect_label"] == "suspect below 438 GB/s"
+    assert 'data-testid="baseline-label"' in response.text
+    assert [t["label"] for t in chart["value_ticks"]] == ["0", "100", "200", "300", "400", "500", "600"]
     chosen = member_client.get(f"/clusters/{cluster.pk}/interconnect/", {"run": older.pk}).context["run"]
     assert chosen == older
     assert member_client.get(f"/clusters/{cluster.pk}/interconnect/", {"run": "x"}).status_code == 200
@@ -138,3 +155,16 @@ def test_the_script_downloads_as_a_file(client):
     assert response.status_code == 200
     assert b"fmp-reporter" in b"".join(response.streaming_content)
     assert "attachment" in response["Content-Disposition"]
+
+
+def test_the_job_list_sorts_by_its_columns_in_place(manager_client, cluster):
+    """Issue 23 item 8: ?sort=accelerators / -accelerators / user, in place through htmx; the default is newest."""
+    now = timezone.now()
+    JobFactory(cluster=cluster, job_id="1", user="carol", accelerators=8, submitted_at=now - timedelta(hours=3))
+    JobFactory(cluster=cluster, job_id="2", user="alice", accelerators=32, submitted_at=now - timedelta(hours=2))
+    JobFactory(cluster=cluster, job_id="3", user="bob", accelerators=16, submitted_at=now - timedelta(hours=1))
+    for sort, expected in (("", "321"), ("accelerators", "132"), ("-accelerators", "231"), ("user", "231")):
+        page = manager_client.get("/jobs/", {"sort": sort}, headers={"HX-Request": "true"})
+        assert page.status_code == 200 and "<html" not in page.text
+        assert "".join(job.job_id for job in page.context["page"].object_list) == expected, sort
+    assert 'data-sort="accelerators"' in page.text and 'data-sort="state"' not in page.text  # state: no index

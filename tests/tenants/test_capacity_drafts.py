@@ -120,7 +120,7 @@ def test_the_detail_page_offers_edit_only_for_a_draft(member_client, draft, pool
 
 def test_the_edit_form_is_prefilled_with_the_draft_and_its_estimate(member_client, draft, org):
     page = member_client.get(reverse("capacity-request-edit", args=[org.slug, draft.pk])).text
-    assert f"Edit draft #{draft.pk}" in page
+    assert f"Edit draft R-{draft.pk}" in page
     assert 'name="parameters_b" value="7"' in page
     assert 'name="instance_count" value="8"' in page
     assert "Accelerator-hours" in page  # the estimate panel is filled before anyone types

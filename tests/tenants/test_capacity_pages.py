@@ -61,7 +61,7 @@ def test_submitting_the_form_creates_a_submitted_request(member_client, org, poo
     request = CapacityRequest.objects.get()
     assert request.status == CapacityRequest.Status.SUBMITTED
     assert (request.parameter_count, request.training_tokens, request.framework) == (7 * 10**9, None, "megatron")
-    assert f"Request #{request.pk} submitted for review." in response.text
+    assert f"Request R-{request.pk} submitted for review." in response.text
     assert "History" in response.text and "submitted it for review" in response.text
 
 
@@ -231,7 +231,7 @@ def test_review_queue_shows_free_capacity_and_bottleneck(manager_client, pool):
         pool=pool, instance_count=30, starts_on=date(2027, 3, 1), ends_on=date(2027, 4, 30), parameter_count=7 * 10**9
     )
     response = manager_client.get(reverse("review-queue"))
-    assert f"#{request.pk}" in response.text
+    assert f"R-{request.pk}" in response.text
     assert "25 of 125 free" in response.text
     assert "bottleneck 2027-03-01: 100 allocated" in response.text
     assert "Plan fits" in response.text
@@ -245,8 +245,8 @@ def test_a_review_card_lists_five_of_the_orgs_allocations_and_counts_the_rest(ma
     ]  # fmt: skip
     CapacityRequestFactory(pool=pool, organization=org)
     page = manager_client.get(reverse("review-queue")).text
-    assert all(f"#{a.pk} 1 ×" in page for a in held[:5])  # the first five by start day
-    assert all(f"#{a.pk} 1 ×" not in page for a in held[5:])
+    assert all(f"A-{a.pk} 1 ×" in page for a in held[:5])  # the first five by start day
+    assert all(f"A-{a.pk} 1 ×" not in page for a in held[5:])
     assert "and 2 more" in page and f"?org={org.slug}" in page
 
 
@@ -383,7 +383,7 @@ def test_allocations_page_filters_and_revokes(manager_client, pool, org):
     audit = manager_client.get(reverse("audit-log"))
     assert "allocation.revoked" in audit.text and "Left the program." in audit.text
     assert "Status: Scheduled → Revoked" in audit.text  # field and values in words, not stored names
-    link = f'<a href="/orgs/{org.slug}/capacity/#allocation-{allocation.pk}">Allocation #{allocation.pk}</a>'
+    link = f'<a href="/orgs/{org.slug}/capacity/#allocation-{allocation.pk}">Allocation A-{allocation.pk}</a>'
     assert link in audit.text
     assert f'id="allocation-{allocation.pk}"' in manager_client.get(reverse("capacity", args=[org.slug])).text
 
@@ -551,3 +551,42 @@ def test_a_plan_no_grantable_count_finishes_says_to_ask_for_a_longer_window(memb
     )
     assert "no number of instances the program grants finishes it in time" in response.text
     assert "instances would finish in time" not in response.text
+
+
+def test_requests_and_allocations_are_numbered_apart(member_client, org, pool):
+    """Issue 23 item 12: request 13 and allocation 13 both read "#13"; now R-13 and A-13 wherever they appear."""
+    request = CapacityRequestFactory(organization=org, pool=pool, status=CapacityRequest.Status.APPROVED)
+    allocation = AllocationFactory(organization=org, pool=pool, request=request)
+    detail = member_client.get(reverse("capacity-request", args=[org.slug, request.pk])).text
+    assert f"Request R-{request.pk}" in detail and f"A-{allocation.pk}:" in detail
+    listing = member_client.get(reverse("capacity", args=[org.slug])).text
+    assert f">R-{request.pk}</a>" in listing and f">A-{allocation.pk}</td>" in listing
+    assert f"#{request.pk}<" not in listing and f"#{allocation.pk}<" not in listing
+    assert str(request).startswith(f"R-{request.pk} ") and str(allocation).startswith(f"A-{allocation.pk} ")
+
+
+def test_the_allocation_lists_sort_by_their_columns_in_place(manager_client, member_client, org, pool):
+    """Issue 23 item 8: ?sort=instances / -instances orders the staff page and an organization's capacity page,
+    through htmx (the table's own part swapped), keeping the filters; an unknown key is ignored."""
+    small = AllocationFactory(
+        organization=org, pool=pool, instance_count=2, starts_on=date(2027, 1, 1), ends_on=date(2027, 1, 31)
+    )
+    large = AllocationFactory(
+        organization=org, pool=pool, instance_count=9, starts_on=date(2027, 2, 1), ends_on=date(2027, 2, 28)
+    )
+    for sort, expected in (("instances", [small, large]), ("-instances", [large, small]), ("bogus", [large, small])):
+        page = manager_client.get(
+            reverse("allocations"), {"sort": sort, "org": org.slug}, headers={"HX-Request": "true"}
+        )
+        assert page.status_code == 200 and "<html" not in page.text
+        assert page.context["table"].page.object_list == expected, sort
+    assert (
+        f"?org={org.slug}&amp;sort=-instances"
+        in manager_client.get(reverse("allocations"), {"org": org.slug, "sort": "instances"}).text
+    )  # the header sorts the other way next, the filter kept
+    url = reverse("capacity", args=[org.slug])
+    fragment = member_client.get(
+        url, {"allocations_sort": "instances"}, headers={"HX-Request": "true", "HX-Target": "allocation-rows"}
+    )
+    assert 'id="allocation-rows"' in fragment.text and 'id="request-rows"' not in fragment.text
+    assert fragment.context["allocation_table"].page.object_list == [small, large]

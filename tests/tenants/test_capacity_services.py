@@ -139,8 +139,9 @@ def test_decision_emails_the_tenant_after_commit(
     assert len(mail.outbox) == 1
     email = mail.outbox[0]
     assert member.email in email.to
-    assert f"Capacity request #{request.pk}: Partially approved" == email.subject
-    assert "Allocated: 4 instances from 2027-01-01 to 2027-01-31." in email.body
+    assert f"Capacity request R-{request.pk}: Partially approved" == email.subject
+    request.refresh_from_db()
+    assert f"Allocated (A-{request.allocation.pk}): 4 instances from 2027-01-01 to 2027-01-31." in email.body
     # A mail has no page to be relative to: the link is absolute, on PORTAL_URL.
     assert f"portal: https://portal.example/orgs/{org.slug}/capacity/requests/{request.pk}/" in email.body
     assert "Comment: Trimmed." in email.body
@@ -155,7 +156,7 @@ def test_the_decision_email_is_in_the_organizations_language_whatever_the_manage
     with translation.override("en"), django_capture_on_commit_callbacks(execute=True):
         approve_request(user=manager, capacity_request=request, instance_count=4, comment="Trimmed.")
     [email] = mail.outbox
-    assert email.subject.startswith(f"キャパシティ申請 #{request.pk}：")
+    assert email.subject.startswith(f"キャパシティ申請 R-{request.pk}：")
     assert "Allocated" not in email.body and "Trimmed." in email.body
 
 

@@ -16,12 +16,14 @@ PAGE_ORDERINGS = [
 
 
 def leading(model) -> list[list[str]]:
-    return [[model._meta.get_field(name).column for name in index.fields] for index in model._meta.indexes]
+    return [[model._meta.get_field(name.lstrip("-")).column for name in index.fields] for index in model._meta.indexes]
 
 
 def served(model, fields: list[str]) -> bool:
     names = ["id" if f.lstrip("-") == "pk" else f.lstrip("-") for f in fields]
     wanted = [model._meta.get_field(name).column for name in names]
+    if wanted == [model._meta.pk.column]:
+        return True  # the primary key's own index
     return any(index[: len(wanted)] == wanted for index in leading(model))
 
 
@@ -41,3 +43,22 @@ def test_the_default_ordering_has_an_index(model):
 @pytest.mark.parametrize(("model", "fields"), PAGE_ORDERINGS)
 def test_the_pages_orderings_have_an_index(model, fields):
     assert served(model, fields)
+
+
+def _table_orderings():
+    from portal.tables import orderings
+    from tenants.capacity.tables import AllocationTable
+    from workloads.jobs.models import Job
+    from workloads.jobs.tables import JobTable
+
+    return [
+        (model, column, fields)
+        for model, table in ((Allocation, AllocationTable), (Job, JobTable))
+        for column, fields in orderings(table)
+    ]
+
+
+@pytest.mark.parametrize(("model", "column", "fields"), _table_orderings())
+def test_every_sortable_column_of_a_list_has_an_index(model, column, fields):
+    """Issue 23 item 8: a column the allocation pages sort by (?sort=) is one an index starts with."""
+    assert served(model, list(fields)), f"?sort={column} sorts every {model.__name__}"

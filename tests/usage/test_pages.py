@@ -190,3 +190,37 @@ def test_the_weekly_review_shows_the_weeks_usage_and_links_to_it(manager_client)
     assert all(figure in alpha for figure in ("792.0", "144.5", "18.2%", "idle"))
     assert all(figure in beta for figure in ("336.0", "168.0", "50.0%")) and "idle" not in beta
     assert 'href="/program/usage/?period=2027-W10"' in text
+    # Issue 23 item 12: the week's cost beside its usage, the same figures as the usage page's.
+    assert all(figure in alpha for figure in ("$5,309.20", "$33,791.52", "$28,482.32"))
+    assert "$15,605.76" in beta
+
+
+def test_the_charts_follow_the_chosen_period(manager_client):
+    """Issue 23 item 9: choosing W10 showed "cost to date"; the charts are in the swapped body and about the period."""
+    fragment = manager_client.get("/program/usage/?period=2027-W10", headers={"HX-Request": "true"})
+    text = fragment.text
+    assert 'data-testid="cost-chart"' in text  # the htmx swap redraws the charts
+    assert "Cost per organization: Week 2027-W10" in text and "Cost to date" not in text
+    assert "$5,309 / $33,792" in text  # Alpha's week: ran / allocated, the table's own figures
+    assert 'data-testid="heatmap-chosen"' in text  # the week is framed on the heatmap
+    whole = manager_client.get("/program/usage/?period=program").text
+    assert "$5,309 / $33,792" not in whole and 'data-testid="heatmap-chosen"' not in whole
+
+
+@pytest.mark.parametrize(
+    ("sort", "first"), [("utilization", "Alpha Lab"), ("-utilization", "Beta Lab"), ("-allocated", "Alpha Lab")]
+)
+def test_the_organizations_sort_by_a_column_in_place(manager_client, sort, first):
+    """Issue 23 item 8: every column sorts (?sort=col / -col), in place through htmx, the sort in the URL."""
+    page = manager_client.get(f"/program/usage/?period=2027-W10&sort={sort}", headers={"HX-Request": "true"})
+    assert page.status_code == 200 and "<html" not in page.text
+    rows = [row.record.organization.name for row in page.context["org_table"].rows]
+    assert rows[0] == first
+    assert 'hx-push-url="true"' in page.text and "aria-sort=" in page.text
+    link = "?period=2027-W10&amp;sort=-utilization" if sort == "utilization" else "sort=utilization"
+    assert link in page.text  # the header sorts the other way next, keeping the period
+
+
+def test_an_unknown_sort_is_ignored_not_an_error(manager_client):
+    for sort in ("nonsense", "-organization__slug", "figures.allocated", "\x00"):
+        assert manager_client.get("/program/usage/", {"period": "2027-W10", "sort": sort}).status_code == 200

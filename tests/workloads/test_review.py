@@ -263,3 +263,15 @@ def test_the_review_page_runs_a_fixed_number_of_queries(manager_client, manager,
     with CaptureQueriesContext(connection) as large:
         manager_client.get(url)
     assert len(large) == len(small)
+
+
+def test_the_review_table_sorts_by_its_columns_in_place(week, manager_client, org, other_org):
+    """Issue 23 item 8: ?sort=open_cases / -open_cases, the table's own part swapped by htmx."""
+    url = reverse("review:week", args=["2027-W10"])
+    for sort, first in (("-open_cases", other_org.name), ("open_cases", "Gamma Lab"), ("organization", org.name)):
+        with at("2027-03-20 09:00"):
+            page = manager_client.get(url, {"sort": sort}, headers={"HX-Request": "true", "HX-Target": "review-orgs"})
+        assert page.status_code == 200 and 'id="review-orgs"' in page.text and "<html" not in page.text
+        rows = [row.record.organization.name for row in page.context["org_table"].rows]
+        assert rows[0] == first, sort
+    assert 'data-sort="idle_cost"' in page.text and "sort=-organization" in page.text

@@ -25,7 +25,7 @@ def test_the_issues_layout_needs_256_accelerators_and_12_p5_hold_96(twelve_p5):
 
     assert (fit.needed, fit.allocated, fit.in_clusters) == (256, 96, None)
     assert fit.warnings == [
-        f"The layout needs 256 accelerators; allocation #{twelve_p5.pk} holds 96 (12 × p5.48xlarge). "
+        f"The layout needs 256 accelerators; allocation A-{twelve_p5.pk} holds 96 (12 × p5.48xlarge). "
         "With TP 8 × PP 4, at most DP 3 fits."
     ]
 
@@ -146,7 +146,7 @@ def test_the_suggested_data_parallelism_divides_into_expert_groups(twelve_p5):
 def test_a_revoked_allocation_holds_nothing_to_run_on(twelve_p5):
     twelve_p5.status = "revoked"
     [warning] = layout_fit(tp=8, pp=1, dp=1, allocation=twelve_p5).warnings
-    assert warning == f"Allocation #{twelve_p5.pk} is revoked: link the allocation the workload runs on."
+    assert warning == f"Allocation A-{twelve_p5.pk} is revoked: link the allocation the workload runs on."
 
 
 def test_the_live_fit_sends_only_the_layout_not_the_notes(member_client, org):

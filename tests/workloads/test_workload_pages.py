@@ -191,7 +191,7 @@ def test_the_tracking_document_has_one_page_per_org(manager_client, workload, ot
     assert response.status_code == 200
     assert response.text.count('class="print-page"') == 2
     assert workload.name in response.text and other_workload.name in response.text
-    assert f"#{allocation.pk}" in response.text
+    assert f"A-{allocation.pk}" in response.text
 
 
 def test_a_searched_tracking_document_prints_only_the_orgs_it_found(manager_client, workload, other_workload):

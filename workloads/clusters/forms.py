@@ -22,7 +22,7 @@ KIND_FOR_WORKLOAD = {
 class AllocationField(forms.ModelChoiceField):
     def label_from_instance(self, allocation: Allocation) -> str:
         return (
-            f"#{allocation.pk} · {allocation.instance_count} × {allocation.pool.instance_type} · "
+            f"A-{allocation.pk} · {allocation.instance_count} × {allocation.pool.instance_type} · "
             f"{allocation.pool.region} · {allocation.starts_on:%Y-%m-%d} – {allocation.ends_on:%Y-%m-%d}"
         )
 

@@ -185,7 +185,7 @@ def _audit(cluster: Cluster, actor, action: str, comment: str = "", **changes) -
         organization=cluster.organization,
         action=action,
         target=cluster,
-        changes={"allocation": [None, f"#{cluster.allocation_id}"], **changes},
+        changes={"allocation": [None, f"A-{cluster.allocation_id}"], **changes},
         comment=comment,
     )
 

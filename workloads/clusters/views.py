@@ -156,7 +156,9 @@ def cluster_create(request, org_slug: str):
             apply_errors(form, error)
         else:
             messages.success(
-                request, _("Cluster %(name)s requested: it is being provisioned.") % {"name": cluster.name}
+                request,
+                _("Cluster %(name)s requested: it is being provisioned.") % {"name": cluster.name},
+                extra_tags="while-in-flight",  # hidden once the cluster's page shows it settled (base.html, CSS)
             )
             return redirect("clusters:detail", pk=cluster.pk)
     has_settings = hasattr(org, "cloud_settings")

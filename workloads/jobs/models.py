@@ -71,6 +71,11 @@ class Job(models.Model):
             models.Index(fields=["cluster", "state"], name="job_cluster_state"),
             # Rollups: jobs ending in the window, then jobs without an end (as for node run intervals).
             models.Index(fields=["organization", "ended_at"], name="job_org_end"),
+            # The job list's sortable columns across the program (workloads/jobs/tables.py; tests/test_indexes).
+            models.Index(fields=["submitted_at", "id"], name="job_submitted"),
+            models.Index(fields=["started_at", "id"], name="job_started"),
+            models.Index(fields=["accelerators", "id"], name="job_accelerators"),
+            models.Index(fields=["user", "id"], name="job_user"),
         ]
 
     def __str__(self) -> str:

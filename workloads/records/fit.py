@@ -55,8 +55,8 @@ def layout_fit(
         allocated = allocation.ranks
         if allocation.status in (allocation.Status.REVOKED, allocation.Status.EXPIRED):
             warnings.append(
-                _("Allocation #%(id)s is %(status)s: link the allocation the workload runs on.")
-                % {"id": allocation.pk, "status": allocation.get_status_display().lower()}
+                _("Allocation %(id)s is %(status)s: link the allocation the workload runs on.")
+                % {"id": allocation.number, "status": allocation.get_status_display().lower()}
             )
         if needed > allocated:
             most_dp = allocated // (tp * pp)
@@ -64,7 +64,7 @@ def layout_fit(
                 most_dp -= most_dp % ep  # the replicas still divide into expert-parallel groups
             values = {
                 "needed": f"{needed:,}",
-                "id": allocation.pk,
+                "id": allocation.number,
                 "held": f"{allocated:,}",
                 "count": allocation.instance_count,
                 "type": allocation.pool.instance_type.api_name,
@@ -74,12 +74,12 @@ def layout_fit(
             }
             if values["dp"]:
                 message = _(
-                    "The layout needs %(needed)s accelerators; allocation #%(id)s holds %(held)s (%(count)s × "
+                    "The layout needs %(needed)s accelerators; allocation %(id)s holds %(held)s (%(count)s × "
                     "%(type)s). With TP %(tp)s × PP %(pp)s, at most DP %(dp)s fits."
                 )
             else:
                 message = _(
-                    "The layout needs %(needed)s accelerators; allocation #%(id)s holds %(held)s (%(count)s × "
+                    "The layout needs %(needed)s accelerators; allocation %(id)s holds %(held)s (%(count)s × "
                     "%(type)s), fewer than TP %(tp)s × PP %(pp)s alone."
                 )
             warnings.append(message % values)

@@ -28,7 +28,7 @@ class BillionsField(forms.DecimalField):
 class AllocationChoiceField(forms.ModelChoiceField):
     def label_from_instance(self, allocation: Allocation) -> str:
         return (
-            f"#{allocation.pk} · {allocation.instance_count} × {allocation.pool.instance_type} · "
+            f"{allocation.number} · {allocation.instance_count} × {allocation.pool.instance_type} · "
             f"{allocation.pool.region} · {allocation.starts_on:%Y-%m-%d} – {allocation.ends_on:%Y-%m-%d} "
             f"({allocation.get_status_display()})"
         )

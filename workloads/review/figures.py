@@ -54,6 +54,12 @@ class OrgWeek:
         return None if now is None or before is None else now - before
 
     @property
+    def counts(self) -> dict[str, int]:
+        """The table's counts, as numbers to sort by (workloads/review/tables.py)."""
+        names = ("open_cases", "stale_cases", "opened", "resolved", "workloads")
+        return {**{name: len(getattr(self, name)) for name in names}, "action_items": len(self.open_action_items)}
+
+    @property
     def open_action_items(self) -> list[ActionItem]:
         return [item for item in self.action_items if item.status == ActionItem.Status.OPEN]
 
@@ -83,6 +89,14 @@ class WeekReview:
 
     def total(self, attribute: str) -> int:
         return sum(len(getattr(row, attribute)) for row in self.organizations)
+
+    @property
+    def usage_total(self) -> Figures:
+        """Every organization's week together: the table's footer (summed from the same rows, never rescanned)."""
+        total = Figures()
+        for row in self.organizations:
+            total.add(row.usage)
+        return total
 
     @property
     def totals(self) -> dict[str, int]:

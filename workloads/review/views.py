@@ -14,13 +14,15 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from portal.forms import apply_errors
-from portal.pages import is_fragment, render_form, render_page
+from portal.pages import fragment_for, is_fragment, render_form, render_page
 from portal.periods import iso_week, parse_iso_week, this_week
+from portal.tables import sort_table
 from tenants.access import require_program_staff, visible_organizations
 from workloads.review.figures import build_week
 from workloads.review.forms import ActionItemForm, ReviewMeetingForm
 from workloads.review.models import ActionItem
 from workloads.review.services import STAFF_ONLY, add_action_item, save_review_meeting, set_action_item_done
+from workloads.review.tables import ReviewTable
 from workloads.support.models import SupportCase
 
 TEMPLATE = "workloads/review/review_week.html"
@@ -59,6 +61,7 @@ def _review_context(request, week_start, *, meeting_form=None, item_form=None) -
     cases = SupportCase.objects.visible_to(request.user)
     return {
         "review": review,
+        "org_table": sort_table(request, ReviewTable(review.organizations)),
         "meeting_form": meeting_form,
         "item_form": item_form or ActionItemForm(organizations=organizations.order_by("name"), cases=cases),
         "previous_week": iso_week(week_start - timedelta(days=7)),
@@ -74,7 +77,8 @@ def review_week(request, week: str):
     changed; the meeting record with its action items, and earlier weeks' open items carried forward."""
     require_program_staff(request.user, STAFF_ONLY)
     week_start = _week(week)
-    return render_page(request, TEMPLATE, _review_context(request, week_start), fragment="meeting")
+    fragment = fragment_for(request, "meeting", by_target={"review-orgs": "review-orgs"})  # a header sorts in place
+    return render_page(request, TEMPLATE, _review_context(request, week_start), fragment=fragment)
 
 
 @login_required

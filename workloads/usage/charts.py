@@ -12,7 +12,7 @@ from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from portal.charts import Frame, ValueScale
+from portal.charts import Frame, ValueScale, nice_ceiling
 from portal.periods import day_start, iso_week
 from workloads.usage.definitions import MICROSECONDS_PER_HOUR, hours, usd
 from workloads.usage.reports import Figures
@@ -56,11 +56,21 @@ class Row:
     url: str = ""
 
 
-def heatmap(rows: list[Row], weeks: list[date], cells: dict[tuple[int, date], Figures]) -> dict:
-    """One row per organization, one column per ISO week, coloured by utilization."""
+HEATMAP_RIGHT = 48  # room for the last week's label ("26-W48" is about 40 px at 11 px), which was cut
+
+
+def heatmap(
+    rows: list[Row],
+    weeks: list[date],
+    cells: dict[tuple[int, date], Figures],
+    *,
+    chosen: tuple[date, date] | None = None,
+) -> dict:
+    """One row per organization, one column per ISO week, coloured by utilization; the weeks of the `chosen`
+    period (first, last day) framed, so the chart says which weeks the table above is about."""
     label_w, row_h, top = 200, 22, 28
-    cell_w = max(8, min(32, (960 - label_w - 8) // max(len(weeks), 1)))
-    width = label_w + cell_w * len(weeks) + 8
+    cell_w = max(8, min(32, (960 - label_w - HEATMAP_RIGHT) // max(len(weeks), 1)))
+    width = label_w + cell_w * len(weeks) + HEATMAP_RIGHT
     shapes = []
     for y_index, row in enumerate(rows):
         for x_index, week in enumerate(weeks):
@@ -92,10 +102,17 @@ def heatmap(rows: list[Row], weeks: list[date], cells: dict[tuple[int, date], Fi
     labels = [
         {"x": label_w + i * cell_w, "label": iso_week(week)[2:]} for i, week in enumerate(weeks) if i % every == 0
     ]
+    chosen_x = [label_w + i * cell_w for i, week in enumerate(weeks) if chosen and _overlaps(week, 7, chosen)]
+    height = top + row_h * max(len(rows), 1) + 4
     return {
         "width": width,
-        "height": top + row_h * max(len(rows), 1) + 4,
+        "height": height,
         "label_w": label_w,
+        "chosen": (
+            {"x": chosen_x[0] - 1, "w": chosen_x[-1] - chosen_x[0] + cell_w, "y": top - 2, "h": height - top}
+            if chosen_x and len(chosen_x) < len(weeks)
+            else None
+        ),
         "rows": [{"y": top + i * row_h + row_h / 2, "label": r.label, "url": r.url} for i, r in enumerate(rows)],
         "cells": shapes,
         "weeks": labels,
@@ -104,8 +121,21 @@ def heatmap(rows: list[Row], weeks: list[date], cells: dict[tuple[int, date], Fi
     }
 
 
-def pool_lines(capacity: int, weeks: list[date], by_week: dict[date, Figures], *, first: date, as_of: datetime) -> dict:
-    """A pool's week-average instances: its capacity, what was allocated and what ran."""
+def _overlaps(bucket: date, days: int, chosen: tuple[date, date]) -> bool:
+    return bucket <= chosen[1] and bucket + timedelta(days=days - 1) >= chosen[0]
+
+
+def pool_lines(
+    capacity: int,
+    weeks: list[date],
+    by_week: dict[date, Figures],
+    *,
+    first: date,
+    as_of: datetime,
+    chosen: tuple[date, date] | None = None,
+) -> dict:
+    """A pool's week-average instances: its capacity, what was allocated and what ran; a point per week carries
+    the three values on hover, and the `chosen` period's weeks are shaded."""
     frame = Frame(height=200, bottom=36)
     values = ValueScale(frame, max(capacity, 1))
     step = frame.plot_w / max(len(weeks), 1)
@@ -113,22 +143,39 @@ def pool_lines(capacity: int, weeks: list[date], by_week: dict[date, Figures], *
     def x(index: int) -> float:
         return round(frame.left + step * (index + 0.5), 2)
 
-    allocated, running = [], []
+    allocated, running, points = [], [], []
     for index, week in enumerate(weeks):
         figures = by_week.get(week, Figures())
         length = elapsed(week, 7, first=first, as_of=as_of)  # the first and current weeks are partial
-        allocated.append((index, figures.allocated, length))
-        running.append((index, figures.running, length))
-
-    def points(series) -> str:
-        return " ".join(f"{x(i)},{values.y(min(capacity, us / length))}" for i, us, length in series)
-
+        allocated_avg, running_avg = figures.allocated / length, figures.running / length
+        allocated.append(f"{x(index)},{values.y(min(capacity, allocated_avg))}")
+        running.append(f"{x(index)},{values.y(min(capacity, running_avg))}")
+        points.append(
+            {
+                "x": round(frame.left + step * index, 2),
+                "w": round(step, 2),
+                "running_x": x(index),
+                "running_y": values.y(min(capacity, running_avg)),
+                "chosen": bool(chosen and _overlaps(week, 7, chosen)),
+                "title": _("%(week)s: %(running)s running, %(allocated)s allocated, capacity %(capacity)s (instances)")
+                % {
+                    "week": iso_week(week),
+                    "running": f"{running_avg:,.1f}",
+                    "allocated": f"{allocated_avg:,.1f}",
+                    "capacity": capacity,
+                },
+            }
+        )
+    if all(p["chosen"] for p in points):  # the whole program is chosen: nothing to set apart
+        for p in points:
+            p["chosen"] = False
     return {
         **frame.as_dict(),
         "y_capacity": values.y(capacity),
         "ticks_y": values.ticks(marks=(capacity,), count=4),
-        "allocated": points(allocated),
-        "running": points(running),
+        "allocated": " ".join(allocated),
+        "running": " ".join(running),
+        "points": points,
         "labels": [
             {"x": x(i), "label": iso_week(w)[2:]} for i, w in enumerate(weeks) if i % max(1, len(weeks) // 8) == 0
         ],
@@ -136,7 +183,7 @@ def pool_lines(capacity: int, weeks: list[date], by_week: dict[date, Figures], *
 
 
 def cost_bars(rows: list[tuple[Row, Figures]]) -> dict:
-    """Per organization: allocated cost to date, with the part that ran filled in."""
+    """Per organization: allocated cost over the chosen period, with the part that ran filled in."""
     label_w, bar_h, gap, right = 200, 16, 8, 180  # right: room for "$1,234,567 / $1,234,567"
     top = 8
     most = max((f.allocated_cost for _row, f in rows), default=0) or 1
@@ -174,7 +221,7 @@ def daily_bars(
     frame = Frame(height=240)
     lengths = {day: elapsed(day, 7 if weekly else 1, first=first, as_of=as_of) for day in days}
     most = max([max(f.allocated, f.running) / lengths.get(day, DAY_MICROSECONDS) for day, f in by_day.items()] + [1])
-    values = ValueScale(frame, max(float(most), 1.0))
+    values = ValueScale(frame, nice_ceiling(max(float(most), 1.0), count=4))  # the axis ends on a round tick
     band_w = frame.plot_w / max(len(days), 1)
     bars = []
     for index, day in enumerate(days):

@@ -23,6 +23,7 @@ from django.views.decorators.http import require_GET
 from portal.forms import apply_errors
 from portal.pages import id_param, render_form, render_page
 from portal.periods import iso_week, today
+from portal.tables import sort_table
 from tenants.access import (
     get_org_access_or_404,
     is_program_manager,
@@ -47,6 +48,7 @@ from workloads.usage.reports import (
     summed,
     weekly,
 )
+from workloads.usage.tables import OrgUsageTable, PoolUsageTable
 
 STAFF_ONLY = _("Usage across the program is for program staff; your organization's usage is on its own page.")
 
@@ -99,7 +101,10 @@ def program_usage(request):
         "period_error": error,
         "choices": period_choices(program),
         "report": report,
-        "charts": _cached_charts(report, program, UsageDay.objects.visible_to(request.user)),
+        # The tables sort by any column (?sort=), in place: the rows are the report's, bounded by the organizations.
+        "org_table": sort_table(request, OrgUsageTable(report.rows)),
+        "pool_table": sort_table(request, PoolUsageTable(report.pools, prefix="pools_")),
+        "charts": _cached_charts(report, program, UsageDay.objects.visible_to(request.user), period=period),
     }
     status = 400 if error else 200
     return render_page(request, "workloads/usage/program.html", context, fragment="usage-body", status=status)
@@ -108,33 +113,39 @@ def program_usage(request):
 CHARTS_TTL = 600  # seconds: a renamed organization or a resized pool shows in the charts within this time
 
 
-def _cached_charts(report, program: Program | None, rows) -> str:
-    """The program-wide charts, the same for every period chosen: rendered once per rollup (`UsageRevision`) and
+def _cached_charts(report, program: Program | None, rows, *, period: Period) -> str:
+    """The program-wide charts for the chosen period: rendered once per rollup (`UsageRevision`), period and
     language, then read from the cache, so the page costs the same with a year of history as with a week."""
     if program is None:
         return ""
     parts = (program.pk, program.starts_on, program.ends_on, today(), get_language(), UsageRevision.current())
+    parts += (period.query_string,)
     orgs = ",".join(str(row.organization.pk) for row in report.rows)
     key = "usage-charts:" + hashlib.sha256(f"{parts}|{orgs}".encode()).hexdigest()
     html = cache.get(key)
     if html is None:
-        html = render_to_string("workloads/usage/_program_charts.html", _program_charts(report, program, rows))
+        html = render_to_string("workloads/usage/_program_charts.html", _program_charts(report, program, rows, period))
         cache.set(key, html, CHARTS_TTL)
     return html
 
 
-def _program_charts(report, program: Program, rows) -> dict:
-    first, last = program.starts_on, min(program.ends_on, today())
+def _program_charts(report, program: Program, rows, period: Period) -> dict:
+    """The weekly charts run from the program's start to the chosen period's end (not past today), the period's
+    weeks set apart; the cost chart is the chosen period's, from the table's own figures."""
+    first, last = program.starts_on, min(program.ends_on, period.last, today())
+    last = max(last, first)
     org_rows = [
         charts.Row(r.organization.pk, r.organization.name, reverse("usage:org", args=[r.organization.slug]))
         for r in report.rows
     ]
     weeks = charts.weeks_between(first, last)
+    chosen = (period.first, period.last)
     by_org_week = weekly(rows, first=first, last=last, key="organization_id")
     by_pool_week = weekly(rows, first=first, last=last, key="pool_id")
-    to_date = summed(rows.filter(day__gte=first, day__lte=last), "organization_id")
     return {
-        "heatmap": charts.heatmap(org_rows, weeks, by_org_week),
+        "period": period,
+        "through": last,
+        "heatmap": charts.heatmap(org_rows, weeks, by_org_week, chosen=chosen),
         "pool_charts": [
             {
                 "pool": p.pool,
@@ -144,13 +155,14 @@ def _program_charts(report, program: Program, rows) -> dict:
                     {week: f for (pool_id, week), f in by_pool_week.items() if pool_id == p.pool.pk},
                     first=first,
                     as_of=timezone.now(),
+                    chosen=chosen,
                 ),
             }
             for p in report.pools
         ],
         "cost_chart": charts.cost_bars(
             sorted(
-                ((row, to_date.get((row.key,), Figures())) for row in org_rows),
+                ((row, r.figures) for row, r in zip(org_rows, report.rows, strict=True)),
                 key=lambda pair: (-pair[1].allocated_cost, pair[0].label),
             )
         ),

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import math
 
-from portal.charts import Frame, ValueScale
+from django.utils.translation import gettext as _
+
+from portal.charts import Frame, ValueScale, nice_ceiling
 from workloads.validation.models import NcclValidation
 
 FRAME = Frame(width=760, height=300, left=56, right=32, top=16, bottom=48)  # room for the last size label
@@ -27,7 +29,7 @@ def bandwidth_chart(run: NcclValidation) -> dict | None:
     low, high = math.log2(rows[0][0]), math.log2(rows[-1][0])
     span = max(high - low, 1)
     top = max([run.baseline_busbw_gbps or 0, *(max(r[1], r[2]) for r in rows)]) * 1.1 or 1
-    values = ValueScale(FRAME, top)
+    values = ValueScale(FRAME, nice_ceiling(top, count=5))  # the axis ends on a round tick
 
     def x(size: int) -> float:
         return round(FRAME.left + FRAME.plot_w * (math.log2(size) - low) / span, 2)
@@ -43,12 +45,22 @@ def bandwidth_chart(run: NcclValidation) -> dict | None:
         "in_place": line(2),
         "size_ticks": ticks,
         "value_ticks": values.ticks(count=5),
+        # One hover target per size with both values: the in-place line often lies on the out-of-place one.
         "points": [
-            {"x": x(r[0]), "y": values.y(max(r[1], r[2])), "title": f"{size_label(r[0])}: {max(r[1], r[2]):g} GB/s"}
+            {
+                "x": x(r[0]),
+                "y": values.y(max(r[1], r[2])),
+                "title": _("%(size)s: %(out)s GB/s out-of-place, %(in)s GB/s in-place")
+                % {"size": size_label(r[0]), "out": f"{r[1]:g}", "in": f"{r[2]:g}"},
+            }
             for r in rows
         ],
     }
     if run.baseline_busbw_gbps:
+        suspect = run.baseline_busbw_gbps * float(run.min_fraction or 0)
         chart["baseline_y"] = values.y(run.baseline_busbw_gbps)
-        chart["suspect_y"] = values.y(run.baseline_busbw_gbps * float(run.min_fraction or 0))
+        chart["suspect_y"] = values.y(suspect)
+        # The lines are labelled where they are drawn (the baseline had no label; the legend alone named it).
+        chart["baseline_label"] = _("baseline %(gbps)s GB/s") % {"gbps": f"{run.baseline_busbw_gbps:,.0f}"}
+        chart["suspect_label"] = _("suspect below %(gbps)s GB/s") % {"gbps": f"{suspect:,.0f}"}
     return chart
