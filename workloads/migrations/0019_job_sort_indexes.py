@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
     dependencies = [
         ("tenants", "0013_instance_type_ranks"),
-        ("workloads", "0016_case_node"),
+        ("workloads", "0018_cluster_claim_lease"),
     ]
 
     operations = [
