@@ -42,6 +42,13 @@ class Period:
         return "range"
 
     @property
+    def file_label(self) -> str:
+        """The period in a file name: 2027-W10, 2027-03, or its first and last days for the program and a range."""
+        if self.kind in ("week", "month"):
+            return self.key
+        return f"{self.first.isoformat()}_{self.last.isoformat()}"
+
+    @property
     def query(self) -> dict[str, str]:
         if self.kind == "range":
             return {"period": "range", "start": self.first.isoformat(), "end": self.last.isoformat()}

@@ -101,11 +101,52 @@ class UsageRowSerializer(api.Serializer):
         decimal_places=2,
         help_text="The running instance-hours at the rate card's prices, in USD.",
     )
+    idle_instance_hours = serializers.DecimalField(
+        read_only=True,
+        max_digits=20,
+        decimal_places=1,
+        help_text="Per day, allocated less running instance-hours, never below 0, summed over the period's days.",
+    )
     idle_cost_usd = serializers.DecimalField(
         read_only=True,
         max_digits=20,
         decimal_places=2,
-        help_text="Allocated less running cost (never below 0), in USD.",
+        help_text="Per day, allocated less running cost, never below 0, summed over the period's days, in USD: the "
+        "same figure as the usage pages and CSV.",
+    )
+    over_allocation_instance_hours = serializers.DecimalField(
+        read_only=True,
+        max_digits=20,
+        decimal_places=1,
+        help_text="Per day, running beyond the allocation (running less allocated, never below 0), summed; never "
+        "netted against idle hours.",
+    )
+    over_allocation_cost_usd = serializers.DecimalField(
+        read_only=True,
+        max_digits=20,
+        decimal_places=2,
+        help_text="The over-allocation instance-hours at the rate card's prices, in USD.",
+    )
+    billed_through = serializers.DateField(
+        read_only=True,
+        allow_null=True,
+        help_text="The last day of the row's period Cost Explorer has settled; null when none is settled yet.",
+    )
+    billed_cost_usd = serializers.DecimalField(
+        read_only=True,
+        max_digits=20,
+        decimal_places=2,
+        allow_null=True,
+        help_text="What AWS billed the organization's account for the instance type (all regions) from the period's "
+        "start to billed_through, in USD; null when nothing is billed.",
+    )
+    billed_computed_cost_usd = serializers.DecimalField(
+        read_only=True,
+        max_digits=20,
+        decimal_places=2,
+        allow_null=True,
+        help_text="The running cost computed over the same settled days, to compare with billed_cost_usd; null when "
+        "no day is settled.",
     )
 
 

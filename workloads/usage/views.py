@@ -37,10 +37,9 @@ from workloads.usage.models import RateCardEntry, UsageDay, UsageRevision
 from workloads.usage.periods import Period, PeriodError, parse_period
 from workloads.usage.rates import MANAGERS_ONLY, add_rate, remove_rate
 from workloads.usage.reports import (
-    BilledCheck,
     Figures,
     allocation_use,
-    billed_total,
+    billed_check,
     cluster_breakdown,
     daily,
     program_report,
@@ -212,7 +211,7 @@ def _org_context(request, org_slug: str) -> dict:
         "clusters": cluster_breakdown(org, period),
         "chart": chart,
         "weekly_chart": weekly_chart,
-        "billed": BilledCheck(billed_total(org, period), total.running_cost),
+        "billed": billed_check(org, period, total),
         "as_of": timezone.now(),
     }
 
