@@ -105,6 +105,8 @@ def _date(value: str, field: str) -> date:
 def parse_period(params, *, program: Program | None, today: date) -> Period:
     """From ?period=2027-W05 | 2027-02 | program | range&start=…&end=…; the current week when none is given."""
     value = (params.get("period") or "").strip()
+    if not value and (params.get("start") or params.get("end")):
+        value = "range"  # dates typed without choosing a period: the dates are the range asked for
     if not value:
         monday = week_of(today)
         return Period("week", monday, monday + timedelta(days=6))
