@@ -206,6 +206,9 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CLUSTER_TASK_TIME_LIMIT = env_int("CLUSTER_TASK_TIME_LIMIT", 300)
 CLUSTER_QUEUE_WAIT = env_int("CLUSTER_QUEUE_WAIT", 120)
 RECONCILE_GRACE = env_int("RECONCILE_GRACE", 60)
+# Dates a program can mean (rate card, estimates, requests, allocations, usage ranges, review weeks) lie within
+# its cycle, or this many days around it (tenants.cycle); anything else is a 400 / form error naming the field.
+PROGRAM_DATE_MARGIN_DAYS = env_int("PROGRAM_DATE_MARGIN_DAYS", 366)
 
 # --- AWS ------------------------------------------------------------------------------------
 # boto3 honours AWS_ENDPOINT_URL for every client; `make run` points it at the local emulator.

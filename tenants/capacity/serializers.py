@@ -14,6 +14,7 @@ from portal import serializers as api
 from tenants.access import visible_organizations
 from tenants.capacity.estimate import MAX_INSTANCES, MAX_PARAMETERS, MAX_TOKENS, PARAMETER_COUNT, TOKEN_COUNT
 from tenants.capacity.pools import catalog_prices, request_estimate
+from tenants.cycle import IN_CYCLE
 from tenants.models import (
     FREE_TEXT_MAX,
     Allocation,
@@ -155,8 +156,12 @@ class EstimateSerializer(api.Serializer):
     instance_count = serializers.IntegerField(
         min_value=1, max_value=MAX_INSTANCES, help_text="Instances to train on, around the clock."
     )
-    starts_on = serializers.DateField(help_text="First day of the window.")
-    ends_on = serializers.DateField(help_text="Last day of the window, inclusive.")
+    starts_on = serializers.DateField(
+        validators=[IN_CYCLE], help_text="First day of the window, within the program's cycle (and its margin)."
+    )
+    ends_on = serializers.DateField(
+        validators=[IN_CYCLE], help_text="Last day of the window, inclusive, within the program's cycle."
+    )
 
     def validate(self, attrs):
         if attrs["ends_on"] < attrs["starts_on"]:
@@ -380,10 +385,12 @@ class DecisionSerializer(api.Serializer):
         help_text="Instances to grant, fewer than asked for a partial approval; default: as asked.",
     )
     starts_on = serializers.DateField(
-        required=False, help_text="First day to grant, for a shorter window; default: as asked."
+        required=False, validators=[IN_CYCLE], help_text="First day to grant, for a shorter window; default: as asked."
     )
     ends_on = serializers.DateField(
-        required=False, help_text="Last day to grant, inclusive, for a shorter window; default: as asked."
+        required=False,
+        validators=[IN_CYCLE],
+        help_text="Last day to grant, inclusive, for a shorter window; default: as asked.",
     )
     comment = serializers.CharField(
         max_length=FREE_TEXT_MAX,
@@ -451,8 +458,10 @@ class AllocationSerializer(api.ModelSerializer):
 
 
 class PoolWindowSerializer(serializers.Serializer):
-    start = serializers.DateField(required=False, help_text="First day of a window (with end): adds free capacity.")
-    end = serializers.DateField(required=False, help_text="Last day of the window, inclusive.")
+    start = serializers.DateField(
+        required=False, validators=[IN_CYCLE], help_text="First day of a window (with end): adds free capacity."
+    )
+    end = serializers.DateField(required=False, validators=[IN_CYCLE], help_text="Last day of the window, inclusive.")
 
     def validate(self, attrs):
         if ("start" in attrs) != ("end" in attrs):

@@ -19,6 +19,7 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from tenants.access import require_program_manager
+from tenants.cycle import check_dates
 from tenants.models import CapacityPool, InstancePrice, InstanceType
 from workloads.usage.definitions import cost_micro_usd
 from workloads.usage.models import RateCardEntry, UsageDay
@@ -124,6 +125,8 @@ def add_rate(
 ) -> RateCardEntry:
     """A rate from a day on; the days it covers are re-priced in the same transaction."""
     require_program_manager(user, MANAGERS_ONLY)
+    # A rate from year 0001 would re-price every day since: only days the program can mean are taken.
+    check_dates(effective_from=effective_from)
     entry = RateCardEntry(
         instance_type=instance_type,
         region=region,

@@ -9,6 +9,7 @@ from rest_framework import serializers
 
 from portal import serializers as api
 from portal.periods import today
+from tenants.cycle import IN_CYCLE
 from tenants.models import InstanceType, Region
 from workloads.usage.models import RateCardEntry
 from workloads.usage.periods import MAX_DAYS
@@ -28,8 +29,12 @@ class UsageQuerySerializer(serializers.Serializer):
     granularity = serializers.ChoiceField(
         choices=GRANULARITIES, default="day", help_text="The period of each row: day (default), week or month."
     )
-    start = serializers.DateField(required=False, help_text="First day (program time); default: 30 days ago.")
-    end = serializers.DateField(required=False, help_text="Last day, inclusive; default: today.")
+    start = serializers.DateField(
+        required=False,
+        validators=[IN_CYCLE],
+        help_text="First day (program time), within the program's cycle and its margin; default: 30 days ago.",
+    )
+    end = serializers.DateField(required=False, validators=[IN_CYCLE], help_text="Last day, inclusive; default: today.")
 
     def validate(self, attrs):
         end = attrs.setdefault("end", today())
