@@ -16,6 +16,7 @@ from django.utils import timezone
 from portal.periods import day_start
 from tenants.models import Allocation, CapacityPool, Organization, Program
 from workloads.usage.definitions import (
+    MICROSECONDS_PER_HOUR,
     ONE_DAY,
     ROW_SUMS,
     allocated_microseconds,
@@ -464,7 +465,18 @@ class AllocationUse(InstanceTime):
 
     @property
     def remaining_hours(self) -> Decimal:
+        """Calendar instance-time left to the allocation's end (the projection's horizon)."""
         return hours(self.remaining)
+
+    @property
+    def granted(self) -> int:
+        """The whole window's instance-time, as granted (instance-microseconds)."""
+        return self.allocation.instance_hours * MICROSECONDS_PER_HOUR
+
+    @property
+    def unused(self) -> int:
+        """Remaining as the pages show it: granted − ran, nothing once the allocation has ended or is revoked."""
+        return max(self.granted - self.running, 0) if self.remaining else 0
 
     @property
     def total(self) -> int:
