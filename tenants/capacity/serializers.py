@@ -249,6 +249,7 @@ class EstimateResultSerializer(api.Serializer):
         "(its mean over the window's days when it changes), as usage is priced; null when nothing prices it.",
     )
     rate_source = serializers.CharField(
+        read_only=True,
         help_text="Which rate usd_per_hour is: negotiated, reserved (capacity block / reservation), on_demand (a "
         "rate-card list price) or catalog (no rate-card entry: the on-demand catalog price); empty when none."
     )

@@ -94,19 +94,21 @@ class UsageViewSet(TenantScopedViewSet):
             .order_by(*ordering)
         )
         page = self.paginate_queryset(grouped)
-        billed = self._billed(page, period, first=params["start"], through=through)
+        billed = self._billed(
+            BilledCost.objects.visible_to(request.user), page, period, first=params["start"], through=through
+        )
         return self.get_paginated_response(
             UsageRowSerializer([self._row(r, granularity, billed, through) for r in page], many=True).data
         )
 
     @staticmethod
-    def _billed(page: list[dict], period, *, first: date, through: date | None) -> dict[tuple, int]:
+    def _billed(billed, page: list[dict], period, *, first: date, through: date | None) -> dict[tuple, int]:
         """What Cost Explorer billed for the page's organizations, types and periods over the settled days, one
         query: {(period start, organization slug, instance type): micro-USD}."""
         if through is None or not page:
             return {}
         rows = (
-            BilledCost.objects.filter(
+            billed.filter(
                 organization__slug__in={r["organization__slug"] for r in page},
                 instance_type__in={r["pool__instance_type__api_name"] for r in page},
                 day__gte=first,
