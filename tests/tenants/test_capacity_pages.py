@@ -195,7 +195,7 @@ def test_org_home_shows_instance_hours_granted_ran_and_remaining(member_client, 
     assert "2,400" not in row and "Elapsed" not in response.text
     # Burn-down at the last 7 days' rate: 48 instance-h ran from the 25th (6 days) → 8 a day; 10 days left → 80
     # more: 320 of 4,800 = 7% of the grant by its last day. The program's allocations page shows the same row.
-    assert "7% used by its last day" in row
+    assert "→ 7%" in row and "7% of the grant used by its last day" in row
     from tenants.models import StaffRole
     from tests.factories import StaffRoleFactory
 
@@ -203,7 +203,7 @@ def test_org_home_shows_instance_hours_granted_ran_and_remaining(member_client, 
     with time_machine.travel(datetime(2026, 12, 1, tzinfo=tokyo), tick=False):
         program_page = member_client.get(reverse("allocations")).text
     program_row = program_page[program_page.index('id="allocation-') :].split("</tr>")[0]
-    for figure in ('data-figure="remaining">4,560<', "7% used by its last day", "5% of granted", "whole window"):
+    for figure in ('data-figure="remaining">4,560<', "→ 7%", "5% of granted", "whole window"):
         assert figure in program_row or figure in program_page, figure
 
 
