@@ -251,7 +251,7 @@ class EstimateResultSerializer(api.Serializer):
     rate_source = serializers.CharField(
         read_only=True,
         help_text="Which rate usd_per_hour is: negotiated, reserved (capacity block / reservation), on_demand (a "
-        "rate-card list price) or catalog (no rate-card entry: the on-demand catalog price); empty when none."
+        "rate-card list price) or catalog (no rate-card entry: the on-demand catalog price); empty when none.",
     )
     rate_effective_from = serializers.DateField(
         allow_null=True,
