@@ -1,22 +1,63 @@
-"""CSV exports: what every download shares."""
+"""CSV exports: what every download shares, so a file opens the same in a spreadsheet, pandas or Python's csv.
+
+- The header is the first row (no preamble): whatever a file is about (its period) is in its name and in columns.
+- A UTF-8 byte-order mark comes first, so Excel opens Japanese names correctly (pandas and `utf-8-sig` skip it).
+- Numbers stay numbers, negatives included: the formula guard quotes text cells only, since a spreadsheet runs a
+  text cell starting with = + - @ as a formula, while a number such as -0.5 is just a number.
+"""
 
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterable
+from datetime import date, datetime
+from decimal import Decimal
 
 from django.http import HttpResponse
 from django.utils import timezone
 
+BOM = "\ufeff"
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
 
 def csv_cell(value) -> str:
-    text = "" if value is None else str(value)
+    """One cell as written: numbers as they are, dates in ISO form, None empty, and text that a spreadsheet would
+    run as a formula prefixed with ' (inert)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (int, float, Decimal)):
+        return str(value)  # a number, negative or not, is never a formula
+    if isinstance(value, datetime):
+        return timezone.localtime(value).isoformat() if timezone.is_aware(value) else value.isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    text = str(value)
     # Spreadsheets run cells starting with these as formulas: keep a tenant's text inert.
-    return f"'{text}" if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+    return f"'{text}" if text[:1] in FORMULA_STARTS else text
 
 
-def csv_response(name: str) -> tuple[HttpResponse, csv.Writer]:
-    """An attachment `<name>-<YYYYmmdd-HHMM>.csv` (program time) and a writer into it."""
+class CsvWriter:
+    """A csv writer whose every cell goes through csv_cell: no export can forget the guard, nor apply it to a
+    number."""
+
+    def __init__(self, response: HttpResponse):
+        self._writer = csv.writer(response)
+
+    def writerow(self, values: Iterable) -> None:
+        self._writer.writerow([csv_cell(value) for value in values])
+
+    def writerows(self, rows: Iterable[Iterable]) -> None:
+        for row in rows:
+            self.writerow(row)
+
+
+def csv_response(name: str) -> tuple[HttpResponse, CsvWriter]:
+    """An attachment `<name>-<YYYYmmdd-HHMM>.csv` (program time), its byte-order mark written, and a writer into
+    it. Put the period a file covers in `name` (e.g. usage-2027-W10)."""
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     stamp = timezone.localtime().strftime("%Y%m%d-%H%M")
     response["Content-Disposition"] = f'attachment; filename="{name}-{stamp}.csv"'
-    return response, csv.writer(response)
+    response.write(BOM)
+    return response, CsvWriter(response)

@@ -215,6 +215,9 @@ CLUSTER_HEARTBEAT_SECONDS = env_int("CLUSTER_HEARTBEAT_SECONDS", 30)
 CLUSTER_LEASE_SECONDS = env_int("CLUSTER_LEASE_SECONDS", 90)
 if not 0 < 2 * CLUSTER_HEARTBEAT_SECONDS <= CLUSTER_LEASE_SECONDS:
     raise ImproperlyConfigured("CLUSTER_LEASE_SECONDS must cover two heartbeats (CLUSTER_HEARTBEAT_SECONDS) at least.")
+# Dates a program can mean (rate card, estimates, requests, allocations, usage ranges, review weeks) lie within
+# its cycle, or this many days around it (tenants.cycle); anything else is a 400 / form error naming the field.
+PROGRAM_DATE_MARGIN_DAYS = env_int("PROGRAM_DATE_MARGIN_DAYS", 366)
 
 # --- AWS ------------------------------------------------------------------------------------
 # boto3 honours AWS_ENDPOINT_URL for every client; `make run` points it at the local emulator.

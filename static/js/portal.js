@@ -32,3 +32,30 @@ document.addEventListener("click", (event) => {
 document.addEventListener("keydown", (event) => {
   if (event.key === "Escape") document.querySelectorAll("details.user-menu[open]").forEach((menu) => (menu.open = false));
 });
+
+// The usage period picker: typing a date picks the custom range (the dates are the range asked for), and picking
+// a week, a month or the program clears the dates, so what the fields show is what the report covers. The form's
+// htmx trigger waits until the typing stops (one request per change, not one per keystroke of a date).
+document.addEventListener(
+  "input",
+  (event) => {
+    const form = event.target.closest && event.target.closest("form.period-picker");
+    if (!form) return;
+    const select = form.querySelector("select[name=period]");
+    if (event.target.type === "date" && select && event.target.value) select.value = "range";
+  },
+  true,
+);
+document.addEventListener(
+  "change",
+  (event) => {
+    const form = event.target.closest && event.target.closest("form.period-picker");
+    if (!form) return;
+    const select = form.querySelector("select[name=period]");
+    if (event.target.type === "date" && select && event.target.value) select.value = "range";
+    if (event.target === select && select.value !== "range") {
+      form.querySelectorAll("input[type=date]").forEach((input) => (input.value = ""));
+    }
+  },
+  true,
+);

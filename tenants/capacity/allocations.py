@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import date
+from decimal import Decimal
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -77,29 +78,34 @@ def refresh_allocation_statuses(*, on: date | None = None) -> int:
 
 
 def allocation_rows(allocations, *, on: date) -> list[dict]:
-    """Per allocation: instance-hours granted, what its clusters' nodes ran of them so far and the utilization
-    (from usage accounting), and what is left from now to its end."""
+    """Per allocation, each figure labelled by what it covers: instance-hours granted over the whole window; ran
+    and utilization to date (ran ÷ allocated so far, from usage accounting); the share of the grant used so far;
+    remaining = granted − ran (nothing once revoked or ended); and, while it runs, the share of the grant used by
+    its last day at the last 7 days' rate (the burn-down projection of the organization's usage page)."""
     allocations = list(allocations)
     uses = usage().allocation_use(allocations)
     rows = []
     for allocation in allocations:
         use = uses.get(allocation.pk)
-        if use is not None:
-            remaining = use.remaining_hours
-        elif allocation.status == Allocation.Status.REVOKED:
-            remaining = 0
-        else:  # without usage accounting: the calendar's whole days left
-            days_left = min(max((allocation.ends_on - on).days + 1, 0), allocation.days)
-            remaining = days_left * allocation.instance_count * 24
+        granted = allocation.instance_hours
+        running = use.running_hours if use else None
+        ended = allocation.status in (Allocation.Status.REVOKED, Allocation.Status.EXPIRED) or allocation.ends_on < on
+        remaining = 0 if ended else max(Decimal(granted) - (running or 0), Decimal(0))
         utilization = use.utilization if use else None
+        share = running / granted if running is not None and granted else None
+        projected = use.projected_share if use is not None and use.remaining and not ended else None
         rows.append(
             {
                 "allocation": allocation,
-                "granted": allocation.instance_hours,
-                "running": use.running_hours if use else None,
+                "granted": granted,
+                "running": running,
                 "utilization": utilization,
                 "percent_used": min(round(100 * utilization), 100) if utilization is not None else 0,
+                "share_of_grant": share,
                 "remaining": remaining,
+                "projected_share": projected,
+                "projected_percent": min(round(100 * projected), 100) if projected is not None else 0,
+                "ended": ended,
             }
         )
     return rows

@@ -60,6 +60,13 @@ class CountInUnits:
         return isinstance(other, CountInUnits) and other.unit == self.unit
 
 
+RATE_LABELS = {
+    "negotiated": _("negotiated rate"),
+    "reserved": _("capacity block / reservation rate"),
+    "on_demand": _("on-demand list price (rate card)"),
+    "catalog": _("on-demand catalog price"),
+}
+
 PARAMETER_COUNT = CountInUnits("parameters")
 TOKEN_COUNT = CountInUnits("tokens")
 
@@ -70,7 +77,13 @@ class Hardware:
     accelerators_per_instance: int
     accelerator_memory_gib: int
     peak_bf16_tflops: int
-    usd_per_hour: Decimal | None  # None: the region does not price (offer) it
+    usd_per_hour: Decimal | None  # the rate the program pays over the window; None: nothing prices it there
+    # Which rate that is (tenants.capacity.pricing): a rate-card kind or "catalog", the day it took effect, whether
+    # another takes over within the window; and the on-demand catalog price, shown beside it.
+    rate_source: str = "catalog"
+    rate_effective_from: date | None = None
+    rate_changes: bool = False
+    catalog_usd_per_hour: Decimal | None = None
 
 
 @dataclass(frozen=True)
@@ -93,10 +106,27 @@ class Estimate:
     cost_local: Decimal | None
     window_cost_usd: Decimal | None  # of holding instance_count instances over the whole window
     window_cost_local: Decimal | None
+    usd_per_hour: Decimal | None = None  # the rate both costs are at
+    rate_source: str = ""
+    rate_effective_from: date | None = None
+    rate_changes: bool = False
+    catalog_usd_per_hour: Decimal | None = None
+    catalog_cost_usd: Decimal | None = None  # the same run and window at the on-demand catalog price
+    catalog_window_cost_usd: Decimal | None = None
 
     @property
     def fits(self) -> bool:
         return self.fits_window and self.fits_memory
+
+    @property
+    def rate_label(self) -> str:
+        """Which rate the costs are at, in words."""
+        return str(RATE_LABELS.get(self.rate_source, ""))
+
+    @property
+    def prices_differ(self) -> bool:
+        """The rate card's price is not the catalog's: the catalog figure is worth showing beside."""
+        return self.catalog_usd_per_hour is not None and self.catalog_usd_per_hour != self.usd_per_hour
 
     @property
     def instances_for_window(self) -> int:
@@ -150,14 +180,16 @@ def estimate(
     instance_memory_bytes = hardware.accelerators_per_instance * hardware.accelerator_memory_gib * GIB
     min_instances = math.ceil(state_bytes / instance_memory_bytes)
 
-    def money(hours: float) -> tuple[Decimal | None, Decimal | None]:
-        if hardware.usd_per_hour is None:
+    def money(hours: float, usd_per_hour: Decimal | None = hardware.usd_per_hour) -> tuple[Decimal | None, ...]:
+        if usd_per_hour is None:
             return None, None
-        usd = (Decimal(str(hours)) * hardware.usd_per_hour).quantize(Decimal("0.01"))
+        usd = (Decimal(str(hours)) * usd_per_hour).quantize(Decimal("0.01"))
         return usd, (usd * exchange_rate).quantize(Decimal("1"))
 
     cost_usd, cost_local = money(instance_hours)
     window_cost_usd, window_cost_local = money(instance_count * window_days * 24)
+    catalog_cost_usd = money(instance_hours, hardware.catalog_usd_per_hour)[0]
+    catalog_window_cost_usd = money(instance_count * window_days * 24, hardware.catalog_usd_per_hour)[0]
     return Estimate(
         parameters=parameters,
         tokens=tokens,
@@ -177,4 +209,11 @@ def estimate(
         cost_local=cost_local,
         window_cost_usd=window_cost_usd,
         window_cost_local=window_cost_local,
+        usd_per_hour=hardware.usd_per_hour,
+        rate_source=hardware.rate_source if hardware.usd_per_hour is not None else "",
+        rate_effective_from=hardware.rate_effective_from,
+        rate_changes=hardware.rate_changes,
+        catalog_usd_per_hour=hardware.catalog_usd_per_hour,
+        catalog_cost_usd=catalog_cost_usd,
+        catalog_window_cost_usd=catalog_window_cost_usd,
     )

@@ -9,6 +9,7 @@ from django.utils.translation import gettext_lazy as _
 from portal.forms import DateInput
 from portal.periods import today
 from tenants.capacity.estimate import MAX_INSTANCES, MAX_PARAMETERS, MAX_TOKENS
+from tenants.cycle import IN_CYCLE
 from tenants.models import FREE_TEXT_MAX, Allocation, CapacityPool, CapacityRequest, Framework, InstanceType, Region
 
 BILLION = Decimal(10**9)
@@ -53,8 +54,8 @@ class CapacityRequestForm(forms.Form):
         error_messages={"invalid_choice": _("The program has no pool of %(value)s: choose one of its pools.")},
     )
     instance_count = forms.IntegerField(label=_("Instances"), min_value=1, max_value=MAX_INSTANCES, initial=8)
-    starts_on = forms.DateField(label=_("First day"), widget=DateInput)
-    ends_on = forms.DateField(label=_("Last day"), widget=DateInput)
+    starts_on = forms.DateField(label=_("First day"), widget=DateInput, validators=[IN_CYCLE])
+    ends_on = forms.DateField(label=_("Last day"), widget=DateInput, validators=[IN_CYCLE])
     justification = forms.CharField(
         label=_("Justification"),
         widget=forms.Textarea(attrs={"rows": 3}),
@@ -139,8 +140,8 @@ class ChangeRequestForm(CapacityRequestForm):
 class DecisionForm(forms.Form):
     decision = forms.ChoiceField(choices=[("approve", _("Approve")), ("reject", _("Reject"))])
     instance_count = forms.IntegerField(label=_("Instances"), min_value=1, required=False)
-    starts_on = forms.DateField(label=_("First day"), required=False, widget=DateInput)
-    ends_on = forms.DateField(label=_("Last day"), required=False, widget=DateInput)
+    starts_on = forms.DateField(label=_("First day"), required=False, widget=DateInput, validators=[IN_CYCLE])
+    ends_on = forms.DateField(label=_("Last day"), required=False, widget=DateInput, validators=[IN_CYCLE])
     comment = forms.CharField(
         label=_("Comment to the tenant"), required=False, widget=forms.Textarea(attrs={"rows": 2})
     )

@@ -13,8 +13,10 @@ from django.db.models import F, Func, IntegerField, Sum
 from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 
+from tenants.capacity import pricing
 from tenants.capacity.estimate import Estimate, Hardware, estimate
 from tenants.capacity.ledger import allocated_by_day, peak_in
+from tenants.capacity.pricing import RateLookup
 from tenants.capacity.sweep import Peak, Span
 from tenants.models import Allocation, CapacityPool, CapacityRequest, InstancePrice, InstanceType, Program
 
@@ -174,10 +176,12 @@ def catalog_prices() -> dict[tuple[int, str], Decimal]:
     return {(type_id, region): usd for type_id, region, usd in rows}
 
 
-def request_estimate(capacity_request: CapacityRequest, *, prices: dict | None = None) -> Estimate | None:
+def request_estimate(
+    capacity_request: CapacityRequest, *, prices: dict | None = None, rates: RateLookup | None = None
+) -> Estimate | None:
     """The estimate for a request's training plan, or None when it states no parameter count: on what was granted
     once a decision made an allocation (a trimmed grant changes the time to train), else on what was asked.
-    Pass `prices` (catalog_prices()) when estimating many requests."""
+    Pass `prices` (catalog_prices()) and `rates` (pricing.rates(prices)) when estimating many requests."""
     if not capacity_request.parameter_count:
         return None
     pool = capacity_request.pool
@@ -193,6 +197,7 @@ def request_estimate(capacity_request: CapacityRequest, *, prices: dict | None =
         ends_on=granted.ends_on,
         mfu=capacity_request.expected_mfu,
         prices=prices,
+        rates=rates,
     )
 
 
@@ -208,22 +213,36 @@ def estimate_for(
     ends_on: date,
     mfu: Decimal | None,
     prices: dict | None = None,
+    rates: RateLookup | None = None,
 ) -> Estimate:
-    """`prices` ({(type_id, region): usd}) lets a page price many estimates from one query."""
+    """Priced at the rate card in force over the window (as usage is), the catalog price beside it. `prices`
+    ({(type_id, region): usd}) and `rates` (pricing.rates(prices)) let a page price many estimates from one
+    load."""
     if prices is None:
         usd = (
             InstancePrice.objects.filter(instance_type=instance_type, region=region)
             .values_list("usd_per_hour", flat=True)
             .first()
         )
-    else:
-        usd = prices.get((instance_type.pk, region))
+        prices = {} if usd is None else {(instance_type.pk, region): usd}
+    window = pricing.window_rate(
+        rates or pricing.rates(prices),
+        prices,
+        instance_type_id=instance_type.pk,
+        region=region,
+        first=starts_on,
+        last=ends_on,
+    )
     hardware = Hardware(
         api_name=instance_type.api_name,
         accelerators_per_instance=instance_type.accelerators_per_instance,
         accelerator_memory_gib=instance_type.accelerator_memory_gib,
         peak_bf16_tflops=instance_type.peak_bf16_tflops,
-        usd_per_hour=usd,
+        usd_per_hour=window.usd_per_hour,
+        rate_source=window.source,
+        rate_effective_from=window.effective_from,
+        rate_changes=window.changes,
+        catalog_usd_per_hour=window.catalog_usd_per_hour,
     )
     return estimate(
         parameters=parameters,

@@ -12,8 +12,10 @@ from rest_framework import serializers
 
 from portal import serializers as api
 from tenants.access import visible_organizations
+from tenants.capacity import pricing
 from tenants.capacity.estimate import MAX_INSTANCES, MAX_PARAMETERS, MAX_TOKENS, PARAMETER_COUNT, TOKEN_COUNT
 from tenants.capacity.pools import catalog_prices, request_estimate
+from tenants.cycle import IN_CYCLE
 from tenants.models import (
     FREE_TEXT_MAX,
     Allocation,
@@ -155,8 +157,12 @@ class EstimateSerializer(api.Serializer):
     instance_count = serializers.IntegerField(
         min_value=1, max_value=MAX_INSTANCES, help_text="Instances to train on, around the clock."
     )
-    starts_on = serializers.DateField(help_text="First day of the window.")
-    ends_on = serializers.DateField(help_text="Last day of the window, inclusive.")
+    starts_on = serializers.DateField(
+        validators=[IN_CYCLE], help_text="First day of the window, within the program's cycle (and its margin)."
+    )
+    ends_on = serializers.DateField(
+        validators=[IN_CYCLE], help_text="Last day of the window, inclusive, within the program's cycle."
+    )
 
     def validate(self, attrs):
         if attrs["ends_on"] < attrs["starts_on"]:
@@ -211,8 +217,8 @@ class EstimateResultSerializer(api.Serializer):
         max_digits=24,
         decimal_places=2,
         allow_null=True,
-        help_text="The run's instance-hours at the on-demand price, in USD; null when the region has no price for "
-        "the instance type.",
+        help_text="The run's instance-hours at usd_per_hour (the rate card in force over the window), in USD; null "
+        "when nothing prices the instance type in the region.",
     )
     cost_local = serializers.DecimalField(
         max_digits=26,
@@ -225,8 +231,8 @@ class EstimateResultSerializer(api.Serializer):
         max_digits=24,
         decimal_places=2,
         allow_null=True,
-        help_text="Holding instance_count instances over the whole window at the on-demand price, in USD; null "
-        "when the region has no price for the instance type.",
+        help_text="Holding instance_count instances over the whole window at the rate card in force each day, in "
+        "USD: what the program will pay for the allocation; null when nothing prices the instance type there.",
     )
     window_cost_local = serializers.DecimalField(
         max_digits=26,
@@ -234,6 +240,41 @@ class EstimateResultSerializer(api.Serializer):
         allow_null=True,
         help_text="window_cost_usd in the program's currency at its exchange rate, in whole units; null when "
         "window_cost_usd is.",
+    )
+    usd_per_hour = serializers.DecimalField(
+        max_digits=10,
+        decimal_places=4,
+        allow_null=True,
+        help_text="The price of an instance-hour the costs are at: the rate card's rate in force over the window "
+        "(its mean over the window's days when it changes), as usage is priced; null when nothing prices it.",
+    )
+    rate_source = serializers.CharField(
+        read_only=True,
+        help_text="Which rate usd_per_hour is: negotiated, reserved (capacity block / reservation), on_demand (a "
+        "rate-card list price) or catalog (no rate-card entry: the on-demand catalog price); empty when none.",
+    )
+    rate_effective_from = serializers.DateField(
+        allow_null=True,
+        help_text="The day the rate-card entry in force on the window's first day took effect; null for the catalog.",
+    )
+    rate_changes = serializers.BooleanField(help_text="True when another rate takes over within the window.")
+    catalog_usd_per_hour = serializers.DecimalField(
+        max_digits=10,
+        decimal_places=4,
+        allow_null=True,
+        help_text="The on-demand catalog price, for comparison; null when the region does not offer the type.",
+    )
+    catalog_cost_usd = serializers.DecimalField(
+        max_digits=24,
+        decimal_places=2,
+        allow_null=True,
+        help_text="The run's instance-hours at the catalog price, in USD, beside cost_usd.",
+    )
+    catalog_window_cost_usd = serializers.DecimalField(
+        max_digits=24,
+        decimal_places=2,
+        allow_null=True,
+        help_text="The whole window at the catalog price, in USD, beside window_cost_usd.",
     )
 
 
@@ -343,8 +384,10 @@ class CapacityRequestSerializer(api.ModelSerializer):
     @extend_schema_field(EstimateResultSerializer(allow_null=True))
     def get_estimate(self, instance):
         if "prices" not in self.context:
-            self.context["prices"] = catalog_prices()  # one query for the whole page, not one per row
-        result = request_estimate(instance, prices=self.context["prices"])
+            self.context["prices"] = catalog_prices()  # one load for the whole page, not one per row
+        if "rates" not in self.context:
+            self.context["rates"] = pricing.rates(self.context["prices"])
+        result = request_estimate(instance, prices=self.context["prices"], rates=self.context["rates"])
         return None if result is None else EstimateResultSerializer(estimate_as_dict(result)).data
 
     def validate(self, attrs):
@@ -380,10 +423,12 @@ class DecisionSerializer(api.Serializer):
         help_text="Instances to grant, fewer than asked for a partial approval; default: as asked.",
     )
     starts_on = serializers.DateField(
-        required=False, help_text="First day to grant, for a shorter window; default: as asked."
+        required=False, validators=[IN_CYCLE], help_text="First day to grant, for a shorter window; default: as asked."
     )
     ends_on = serializers.DateField(
-        required=False, help_text="Last day to grant, inclusive, for a shorter window; default: as asked."
+        required=False,
+        validators=[IN_CYCLE],
+        help_text="Last day to grant, inclusive, for a shorter window; default: as asked.",
     )
     comment = serializers.CharField(
         max_length=FREE_TEXT_MAX,
@@ -451,8 +496,10 @@ class AllocationSerializer(api.ModelSerializer):
 
 
 class PoolWindowSerializer(serializers.Serializer):
-    start = serializers.DateField(required=False, help_text="First day of a window (with end): adds free capacity.")
-    end = serializers.DateField(required=False, help_text="Last day of the window, inclusive.")
+    start = serializers.DateField(
+        required=False, validators=[IN_CYCLE], help_text="First day of a window (with end): adds free capacity."
+    )
+    end = serializers.DateField(required=False, validators=[IN_CYCLE], help_text="Last day of the window, inclusive.")
 
     def validate(self, attrs):
         if ("start" in attrs) != ("end" in attrs):

@@ -20,6 +20,7 @@ from portal.pages import choice_param, is_fragment, paginate, render_form, rende
 from portal.periods import today
 from portal.tables import sort_table
 from tenants.access import is_program_manager, require_program_manager, require_program_staff, visible_organizations
+from tenants.capacity import pricing
 from tenants.capacity.allocations import allocation_rows, revoke_allocation
 from tenants.capacity.charts import MAX_SERIES, pool_chart
 from tenants.capacity.decisions import approve_request, reject_request
@@ -62,6 +63,7 @@ def _review_rows(user, capacity_requests: list[CapacityRequest]) -> list[dict]:
         current[allocation.organization_id].append(allocation)
     held = dict(holding.values_list("organization_id").annotate(n=Count("id")).values_list("organization_id", "n"))
     prices = catalog_prices()
+    rates = pricing.rates(prices)  # the rate card, loaded once for the page
     # How the org used what it already has: running ÷ allocated over the last two weeks (usage accounting).
     recent = usage().org_utilization(
         {r.organization_id for r in capacity_requests}, first=today() - timedelta(days=13), last=today()
@@ -72,7 +74,7 @@ def _review_rows(user, capacity_requests: list[CapacityRequest]) -> list[dict]:
         room = pool_headroom(
             pool, by_day[pool.pk], starts_on=capacity_request.starts_on, ends_on=capacity_request.ends_on
         )
-        estimate = request_estimate(capacity_request, prices=prices)
+        estimate = request_estimate(capacity_request, prices=prices, rates=rates)
         rows.append(
             {
                 "request": capacity_request,

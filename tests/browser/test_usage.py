@@ -69,3 +69,25 @@ def test_an_organizations_usage_page_reads_at_1280(page, live_server, screenshot
     screenshot(f"usage-org-{language}")
     # Another organization's usage is a 404 in the browser too.
     assert page.goto(f"{live_server.url}/orgs/kitsune-ai/usage/").status == 404
+
+
+def test_typing_dates_picks_the_range_in_one_request(page, live_server, demo):
+    """Typing the dates of a custom range picks "Custom range" and sends one request once the typing stops (a
+    date input changes at every digit of its year)."""
+    log_in(page, live_server, "manager", "en")
+    page.goto(f"{live_server.url}/program/usage/")
+    first, last = date.today() - timedelta(days=14), date.today() - timedelta(days=8)
+    sent: list[str] = []
+    page.on("request", lambda r: sent.append(r.url) if "/program/usage/?" in r.url else None)
+    page.locator("#start").focus()
+    page.locator("#start").press_sequentially(first.strftime("%m%d%Y"))
+    page.locator("#end").focus()
+    page.locator("#end").press_sequentially(last.strftime("%m%d%Y"))
+    page.wait_for_timeout(1500)  # longer than the form's debounce, so a second request would have gone
+    page.wait_for_function("!document.querySelector('.htmx-request')")
+    assert len(sent) == 1, sent
+    assert (
+        "period=range" in sent[0] and f"start={first.isoformat()}" in sent[0] and f"end={last.isoformat()}" in sent[0]
+    )
+    assert page.locator("select[name=period]").input_value() == "range"
+    assert f"{first.isoformat()} – {last.isoformat()}" in page.locator("#usage-body h2").first.inner_text()

@@ -185,11 +185,26 @@ def test_org_home_shows_instance_hours_granted_ran_and_remaining(member_client, 
         rollups.mark_everything()
         rollups.roll_up()
         response = member_client.get(reverse("org-home", args=[org.slug]))
-    # 20 days × 10 × 24 = 4,800 granted; 240 ran (10% of the 2,400 so far); 10 days × 10 × 24 = 2,400 left.
-    assert "4,800" in response.text
-    assert ">240<" in response.text and "10%" in response.text
-    assert "2,400" in response.text
-    assert "Elapsed" not in response.text
+    # 20 days × 10 × 24 = 4,800 granted (whole window); 240 ran to date: 10% of the 2,400 allocated so far
+    # (utilization to date) and 5% of the grant; remaining is granted − ran = 4,560, not the calendar's 2,400.
+    row = response.text[response.text.index('id="allocation-') :].split("</tr>")[0]
+    assert "4,800" in row and "whole window" in response.text
+    assert 'data-figure="ran">240<br><small>5% of granted' in row
+    assert 'data-figure="utilization">10%' in row
+    assert 'data-figure="remaining">4,560<' in row
+    assert "2,400" not in row and "Elapsed" not in response.text
+    # Burn-down at the last 7 days' rate: 48 instance-h ran from the 25th (6 days) → 8 a day; 10 days left → 80
+    # more: 320 of 4,800 = 7% of the grant by its last day. The program's allocations page shows the same row.
+    assert "→ 7%" in row and "7% of the grant used by its last day" in row
+    from tenants.models import StaffRole
+    from tests.factories import StaffRoleFactory
+
+    member_client.force_login(StaffRoleFactory(role=StaffRole.Role.PROGRAM_MANAGER).user)
+    with time_machine.travel(datetime(2026, 12, 1, tzinfo=tokyo), tick=False):
+        program_page = member_client.get(reverse("allocations")).text
+    program_row = program_page[program_page.index('id="allocation-') :].split("</tr>")[0]
+    for figure in ('data-figure="remaining">4,560<', "→ 7%", "5% of granted", "whole window"):
+        assert figure in program_row or figure in program_page, figure
 
 
 def test_capacity_page_queries_do_not_grow(member_client, org, pool):

@@ -9,16 +9,19 @@ import pytest
 import requests
 import time_machine
 from botocore.stub import Stubber
+from django.db.models import Sum
 from django.urls import reverse
 from moto import mock_aws
+from rest_framework.test import APIClient
 
 from portal.cloud import TransientCloudError
 from portal.cloud.costs import daily_costs
 from portal.cloud.session import CloudSession
 from tenants.models import Organization
 from tests.usage.conftest import AFTER, WEEK
-from workloads.models import BilledCost
+from workloads.models import BilledCost, UsageDay
 from workloads.usage import billing
+from workloads.usage.definitions import usd
 from workloads.usage.reports import program_report
 
 INJECT = "http://motoapi.amazonaws.com/moto-api/static/ce/cost-and-usage-results"
@@ -170,19 +173,72 @@ def test_fetch_replaces_the_days_it_reads_and_keeps_the_others(week, org_a, org_
     ]
 
 
+def bill_days(org, factor: Decimal, *, last: date) -> None:
+    """Cost Explorer's rows for the organization from the week's first day to `last`: each day's computed running
+    cost × factor."""
+    daily = (
+        UsageDay.objects.for_org(org)
+        .filter(day__gte=WEEK.first, day__lte=last)
+        .values("day")
+        .annotate(cost=Sum("running_cost_micro_usd"))
+    )
+    for row in daily:
+        if row["cost"]:
+            BilledCost.objects.create(
+                organization=org,
+                day=row["day"],
+                instance_type="p5.48xlarge",
+                cost_micro_usd=int(row["cost"] * factor),
+                fetched_at=AFTER,
+            )
+
+
+@pytest.mark.django_db
+def test_billed_and_computed_are_compared_over_the_settled_days_only(
+    week, org_a, org_b, manager, manager_client, program
+):
+    """Cost Explorer has billed through the 12th of a week that ran to the 14th: the days after are not yet billed,
+    shown apart, and no gap is read into the lag."""
+    through = date(2027, 3, 12)
+    for org in (org_a, org_b):
+        bill_days(org, Decimal("1"), last=through)
+    report = program_report(period=WEEK, organizations=Organization.objects.all(), program=program)
+    assert report.billed_through == through
+    settled = dict(
+        UsageDay.objects.filter(day__gte=WEEK.first, day__lte=through)
+        .values("organization_id")
+        .annotate(cost=Sum("running_cost_micro_usd"))
+        .values_list("organization_id", "cost")
+    )
+    for row in report.rows:
+        assert row.billed_check.computed == settled[row.organization.pk]
+        assert abs(row.billed - settled[row.organization.pk]) <= 10  # int() per day
+        assert not row.billed_off
+        assert row.unbilled_cost == row.figures.running_cost - settled[row.organization.pk]
+    assert {row.organization.slug for row in report.rows if row.unbilled_cost} == {"beta"}  # b1 ran to the 14th
+    page = manager_client.get(reverse("usage:program") + "?" + WEEK.query_string).text
+    assert "through 03-12" in page and "Not yet billed" in page
+    assert "more than 10%" not in page
+    # The whole period against the billed days would have flagged both (Beta runs to the 14th and beyond).
+    whole = {row.organization.pk: row.figures.running_cost for row in report.rows}
+    assert any(abs(Decimal(row.billed - whole[row.organization.pk]) / whole[row.organization.pk]) > Decimal("0.1")
+               for row in report.rows)  # fmt: skip
+    # The API's rows carry the billed cost over the same settled days.
+    api = APIClient()
+    api.force_authenticate(manager)
+    body = api.get("/api/v1/usage/", {"start": "2027-03-08", "end": "2027-03-14", "granularity": "week"}).json()
+    rows = {(r["organization"], r["instance_type"]): r for r in body["results"]}
+    beta = rows[("beta", "p5.48xlarge")]
+    assert beta["billed_through"] == "2027-03-12"
+    assert Decimal(beta["billed_computed_cost_usd"]) == usd(settled[org_b.pk])
+    assert abs(Decimal(beta["billed_cost_usd"]) - usd(settled[org_b.pk])) <= Decimal("0.01")
+
+
 @pytest.mark.django_db
 def test_a_gap_over_ten_percent_is_flagged_on_the_dashboard(week, org_a, org_b, manager_client, program):
-    report = program_report(period=WEEK, organizations=Organization.objects.all(), program=program)
-    computed = {row.organization.pk: row.figures.running_cost for row in report.rows}
-    # Alpha billed 5% over its computed running cost, Beta 20% under.
+    # Alpha billed 5% over its computed running cost, Beta 20% under, every day of the week.
     for org, factor in ((org_a, Decimal("1.05")), (org_b, Decimal("0.80"))):
-        BilledCost.objects.create(
-            organization=org,
-            day=WEEK.first,
-            instance_type="p5.48xlarge",
-            cost_micro_usd=int(computed[org.pk] * factor),
-            fetched_at=AFTER,
-        )
+        bill_days(org, factor, last=WEEK.last)
     report = program_report(period=WEEK, organizations=Organization.objects.all(), program=program)
     flags = {row.organization.slug: row.billed_off for row in report.rows}
     assert flags == {"alpha": False, "beta": True}

@@ -169,9 +169,13 @@ def test_csv_export_follows_the_filters_and_neutralizes_formulas(member_client, 
     response = member_client.get(reverse("records:export"), {"framework": "jax"})
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/csv")
-    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    rows = list(csv.DictReader(io.StringIO(response.content.decode("utf-8-sig"))))
     assert [r["workload"] for r in rows] == ["'=HYPERLINK(evil)"]
     assert rows[0]["framework"] == "JAX" and rows[0]["instances"] == "8" and rows[0]["instance_type"] == "p5.48xlarge"
+    # The shared export (portal.exports): byte-order mark, header first, numbers left as numbers.
+    assert response.content.startswith("\ufeff".encode()) and next(iter(rows[0])) == "organization"
+    for column in ("parameters", "target_tokens", "allocation_id", "instances", "tensor_parallel"):
+        assert rows[0][column] == "" or int(rows[0][column]) >= 0, column
 
 
 def test_csv_export_rejects_bad_filters(member_client):

@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from portal.exports import csv_cell, csv_response
+from portal.exports import csv_response
 from portal.forms import apply_errors
 from portal.pages import id_param, paginate, render_form, render_page, sort_by
 from tenants.access import get_org_access_or_404, is_program_staff, require, visible_organizations
@@ -128,8 +128,7 @@ def workload_export(request):
     for w in workloads.iterator(chunk_size=500):
         allocation = w.allocation
         writer.writerow(
-            csv_cell(value)
-            for value in (
+            (
                 w.organization.slug,
                 w.name,
                 w.get_phase_display(),

@@ -8,6 +8,7 @@ from django.utils.translation import gettext_lazy as _
 
 from portal.forms import DateInput
 from tenants.access import program_staff_users
+from tenants.cycle import IN_CYCLE
 from tenants.models import Organization
 from workloads.support.models import SupportCase
 
@@ -34,7 +35,7 @@ class ActionItemForm(forms.Form):
         label=_("Organization"), queryset=Organization.objects.none(), required=False, empty_label=_("program-wide")
     )
     owner = forms.ModelChoiceField(label=_("Owner"), queryset=User.objects.none(), required=False)
-    due_on = forms.DateField(label=_("Due"), required=False, widget=DateInput)
+    due_on = forms.DateField(label=_("Due"), required=False, widget=DateInput, validators=[IN_CYCLE])
     case = forms.ModelChoiceField(
         label=_("Link case number"),
         queryset=SupportCase.objects.none(),

@@ -9,6 +9,7 @@ from rest_framework import serializers
 from portal import serializers as api
 from portal.periods import iso_week, parse_iso_week
 from tenants.access import program_staff_users, visible_organizations
+from tenants.cycle import program_cycle
 from tenants.models import Organization
 from tenants.serializers import request_user
 from workloads.review.models import ActionItem, ReviewMeeting
@@ -99,9 +100,13 @@ class IsoWeekField(serializers.Field):
 
     def to_internal_value(self, data):
         try:
-            return parse_iso_week(str(data))
+            monday = parse_iso_week(str(data))
         except ValueError:
             raise serializers.ValidationError("Give an ISO week such as 2027-W05.") from None
+        cycle = program_cycle()
+        if monday not in cycle:
+            raise serializers.ValidationError(cycle.message())
+        return monday
 
 
 class ReviewMeetingSerializer(api.ModelSerializer):

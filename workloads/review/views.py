@@ -18,6 +18,7 @@ from portal.pages import fragment_for, is_fragment, render_form, render_page
 from portal.periods import iso_week, parse_iso_week, this_week
 from portal.tables import sort_table
 from tenants.access import require_program_staff, visible_organizations
+from tenants.cycle import program_cycle
 from workloads.review.figures import build_week
 from workloads.review.forms import ActionItemForm, ReviewMeetingForm
 from workloads.review.models import ActionItem
@@ -35,6 +36,8 @@ def _week(week: str):
         raise Http404(_("No such week.")) from None
     if week_start > this_week():
         raise Http404(_("That week has not started yet."))
+    if week_start not in program_cycle():
+        raise Http404(_("No such week."))  # a page address: a week the program cannot mean is not found
     return week_start
 
 

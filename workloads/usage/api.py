@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import date, datetime, timedelta
 
-from django.db.models import F, Sum
+from django.db.models import F, Q, Sum
 from django.db.models.functions import TruncMonth, TruncWeek
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema, extend_schema_view
@@ -15,10 +15,12 @@ from rest_framework.response import Response
 
 from tenants.access import visible_organizations
 from tenants.api import TenantScopedViewSet
-from workloads.usage.definitions import usd, utilization
+from workloads.usage.definitions import ROW_SUMS, usd, utilization
 from workloads.usage.formats import hours_value, percent_value
-from workloads.usage.models import RateCardEntry, UsageDay
+from workloads.usage.models import BilledCost, RateCardEntry, UsageDay
+from workloads.usage.periods import Period
 from workloads.usage.rates import add_rate, remove_rate
+from workloads.usage.reports import billed_settled_through
 from workloads.usage.serializers import RateCardEntrySerializer, UsageQuerySerializer, UsageRowSerializer
 
 ORDERINGS = {
@@ -68,6 +70,8 @@ class UsageViewSet(TenantScopedViewSet):
             rows = rows.filter(pool__region=params["region"])
         granularity = params["granularity"]
         period = {"day": F("day"), "week": TruncWeek("day"), "month": TruncMonth("day")}[granularity]
+        # Billed and computed are compared over the days Cost Explorer has settled only (reports.billed_settled).
+        through = billed_settled_through(Period("range", params["start"], params["end"]))
         key = request.query_params.get("ordering", "period")
         if key.removeprefix("-") not in ORDERINGS:
             raise ValidationError({"ordering": [_("Order by period, organization, running or allocated.")]})
@@ -84,30 +88,52 @@ class UsageViewSet(TenantScopedViewSet):
                 accelerators=F("pool__instance_type__accelerators_per_instance"),
             )
             .annotate(
-                allocated=Sum("allocated_microseconds"),
-                running=Sum("running_microseconds"),
-                busy=Sum("busy_accelerator_microseconds"),
-                allocated_cost=Sum("allocated_cost_micro_usd"),
-                running_cost=Sum("running_cost_micro_usd"),
+                **ROW_SUMS,
+                settled_running_cost=Sum("running_cost_micro_usd", filter=Q(day__lte=through or date.min)),
             )
             .order_by(*ordering)
         )
         page = self.paginate_queryset(grouped)
+        billed = self._billed(
+            BilledCost.objects.visible_to(request.user), page, period, first=params["start"], through=through
+        )
         return self.get_paginated_response(
-            UsageRowSerializer([self._row(r, granularity) for r in page], many=True).data
+            UsageRowSerializer([self._row(r, granularity, billed, through) for r in page], many=True).data
         )
 
     @staticmethod
-    def _row(row: dict, granularity: str) -> dict:
-        start = row["period"].date() if isinstance(row["period"], datetime) else row["period"]
+    def _billed(billed, page: list[dict], period, *, first: date, through: date | None) -> dict[tuple, int]:
+        """What Cost Explorer billed for the page's organizations, types and periods over the settled days, one
+        query: {(period start, organization slug, instance type): micro-USD}."""
+        if through is None or not page:
+            return {}
+        rows = (
+            billed.filter(
+                organization__slug__in={r["organization__slug"] for r in page},
+                instance_type__in={r["pool__instance_type__api_name"] for r in page},
+                day__gte=first,
+                day__lte=through,
+            )
+            .annotate(period=period)
+            .values("period", "organization__slug", "instance_type")
+            .annotate(total=Sum("cost_micro_usd"))
+        )
+        return {(_start(r["period"]), r["organization__slug"], r["instance_type"]): r["total"] for r in rows}
+
+    @staticmethod
+    def _row(row: dict, granularity: str, billed: dict[tuple, int], through: date | None) -> dict:
+        start = _start(row["period"])
         per_instance = row["accelerators"]
+        end = _period_end(start, granularity)
+        settled = through is not None and through >= start
+        billed_cost = billed.get((start, row["organization__slug"], row["pool__instance_type__api_name"]))
         return {
             "organization": row["organization__slug"],
             "instance_type": row["pool__instance_type__api_name"],
             "region": row["pool__region"],
             "granularity": granularity,
             "period_start": start,
-            "period_end": _period_end(start, granularity),
+            "period_end": end,
             "allocated_instance_hours": hours_value(row["allocated"]),
             "running_instance_hours": hours_value(row["running"]),
             "utilization_percent": percent_value(utilization(row["running"], row["allocated"])),
@@ -116,8 +142,18 @@ class UsageViewSet(TenantScopedViewSet):
             "busy_accelerator_hours": hours_value(row["busy"]),
             "allocated_cost_usd": usd(row["allocated_cost"]),
             "running_cost_usd": usd(row["running_cost"]),
-            "idle_cost_usd": usd(max(row["allocated_cost"] - row["running_cost"], 0)),
+            "idle_instance_hours": hours_value(row["idle"]),
+            "idle_cost_usd": usd(row["idle_cost"]),
+            "over_allocation_instance_hours": hours_value(row["over_allocation"]),
+            "over_allocation_cost_usd": usd(row["over_allocation_cost"]),
+            "billed_through": min(through, end) if settled else None,
+            "billed_cost_usd": usd(billed_cost) if settled and billed_cost is not None else None,
+            "billed_computed_cost_usd": usd(row["settled_running_cost"] or 0) if settled else None,
         }
+
+
+def _start(value) -> date:
+    return value.date() if isinstance(value, datetime) else value
 
 
 @extend_schema_view(

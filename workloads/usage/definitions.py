@@ -12,7 +12,15 @@ weeks, Monday to Monday.
   not invent usage). Intervals crossing a day boundary are split exactly.
 - Accelerator-hours: instance-hours × accelerators per instance from the catalog (8 for P5, 16 for Trn1).
 - Utilization: running ÷ allocated.
-- Cost: instance-hours × the rate of the day (workloads.usage.rates); idle = allocated − running, never below 0.
+- Cost: instance-hours × the rate of the day (workloads.usage.rates).
+- Idle: per organization, pool and day, allocated − running, floored at 0; a week, an organization or the program
+  is the sum of those daily rows, never allocated − running over the sum (that would net one pool's idle hours
+  against another's over-running).
+- Over-allocation: per organization, pool and day, running − allocated, floored at 0 (nodes kept after an
+  allocation ended, or more nodes than allocated): a figure of its own, shown and flagged, never netted.
+- Billed against computed: Cost Explorer settles a day or more late, so the two are compared only over the days
+  it has settled — the organization's days up to its last billed day (`billed_through`); days after it are
+  "not yet billed" and shown apart.
 
 Time is counted in integer microseconds and money in integer micro-USD, so sums are exact.
 """
@@ -22,6 +30,8 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal
 
+from django.db.models import F, Sum, Value
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from portal.periods import day_start, days_between
@@ -93,3 +103,33 @@ def cost_micro_usd(instance_microseconds: int, usd_per_hour: Decimal) -> int:
 
 def usd(micro_usd: int) -> Decimal:
     return (Decimal(micro_usd) / 1_000_000).quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
+
+
+def idle_microseconds(*, allocated: int, running: int) -> int:
+    """Idle instance-time of one daily row (one organization, pool and day): what was allocated and did not run."""
+    return max(allocated - running, 0)
+
+
+def over_allocation_microseconds(*, allocated: int, running: int) -> int:
+    """Over-allocated instance-time of one daily row: what ran beyond the allocation that day."""
+    return max(running - allocated, 0)
+
+
+def _floored(minuend: str, subtrahend: str) -> Sum:
+    return Sum(Greatest(F(minuend) - F(subtrahend), Value(0)))
+
+
+# The same definitions as SQL aggregates over UsageDay rows: each row is floored before the sum, so an
+# organization-week, a pool or the program adds up the daily figures and never nets one row against another.
+# Every reader (pages, CSV, API, digest, weekly review) sums through ROW_SUMS.
+ROW_SUMS = {
+    "allocated": Sum("allocated_microseconds"),
+    "running": Sum("running_microseconds"),
+    "busy": Sum("busy_accelerator_microseconds"),
+    "allocated_cost": Sum("allocated_cost_micro_usd"),
+    "running_cost": Sum("running_cost_micro_usd"),
+    "idle": _floored("allocated_microseconds", "running_microseconds"),
+    "idle_cost": _floored("allocated_cost_micro_usd", "running_cost_micro_usd"),
+    "over_allocation": _floored("running_microseconds", "allocated_microseconds"),
+    "over_allocation_cost": _floored("running_cost_micro_usd", "allocated_cost_micro_usd"),
+}

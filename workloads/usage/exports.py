@@ -1,19 +1,16 @@
-"""Usage as CSV: the program table of a period, and an organization's daily usage. UTF-8 with a byte-order mark,
-so Excel opens Japanese organization names correctly; the figures are formatted by workloads.usage.formats,
-as on the pages, so page and file agree to the cent."""
+"""Usage as CSV: the program table of a period, and an organization's daily usage. The header is the first row,
+the period is in the file name and in the first two columns of every row, numbers are numbers (portal.exports);
+the figures are formatted by workloads.usage.formats and read from the same functions as the pages, so page and
+file agree to the cent."""
 
 from __future__ import annotations
 
-from django.db.models import Sum
-
-from portal.exports import csv_cell, csv_response
-from workloads.usage.definitions import usd, utilization
+from portal.exports import csv_response
+from workloads.usage.definitions import ROW_SUMS, usd, utilization
 from workloads.usage.formats import hours_value, local_value, percent_value
 from workloads.usage.models import UsageDay
 from workloads.usage.periods import Period
 from workloads.usage.reports import ACCELERATORS, ProgramReport
-
-BOM = "\ufeff"
 
 
 def _money(micro_usd: int | None):
@@ -21,44 +18,47 @@ def _money(micro_usd: int | None):
 
 
 def program_csv(report: ProgramReport):
-    currency = report.program.currency if report.program else "local"
-    response, writer = csv_response(f"usage-{report.period.key}")
-    response.write(BOM)
-    writer.writerow(["period_start", "period_end", report.period.first.isoformat(), report.period.last.isoformat()])
+    currency = (report.program.currency if report.program else "local").lower()
+    period = report.period
+    response, writer = csv_response(f"usage-{period.file_label}")
     writer.writerow(
         [
-            "organization", "organization_name", "allocated_instance_hours", "running_instance_hours",
-            "utilization_percent", "allocated_accelerator_hours", "running_accelerator_hours", "allocated_cost_usd",
-            "running_cost_usd", "idle_cost_usd", f"allocated_cost_{currency.lower()}",
-            f"running_cost_{currency.lower()}", f"idle_cost_{currency.lower()}", "billed_cost_usd",
-            "utilization_change_points", "idle", "busy_accelerator_hours",
+            "period_start", "period_end", "organization", "organization_name", "allocated_instance_hours",
+            "running_instance_hours", "utilization_percent", "allocated_accelerator_hours", "running_accelerator_hours",
+            "allocated_cost_usd", "running_cost_usd", "idle_cost_usd", f"allocated_cost_{currency}",
+            f"running_cost_{currency}", f"idle_cost_{currency}", "billed_cost_usd", "utilization_change_points",
+            "idle", "busy_accelerator_hours", "idle_instance_hours", "over_allocation_instance_hours",
+            "over_allocation_cost_usd", "billed_through", "billed_computed_cost_usd", "billed_gap_percent",
+            "not_yet_billed_cost_usd",
         ]
     )  # fmt: skip
     for row in report.rows:
-        f = row.figures
+        f, check = row.figures, row.billed_check
         writer.writerow(
-            csv_cell(value)
-            for value in (
-                row.organization.slug, row.organization.name, hours_value(f.allocated), hours_value(f.running),
-                percent_value(f.utilization), hours_value(f.allocated_accelerators),
+            (
+                period.first, period.last, row.organization.slug, row.organization.name, hours_value(f.allocated),
+                hours_value(f.running), percent_value(f.utilization), hours_value(f.allocated_accelerators),
                 hours_value(f.running_accelerators), _money(f.allocated_cost), _money(f.running_cost),
                 _money(f.idle_cost), local_value(f.allocated_cost, report.program),
                 local_value(f.running_cost, report.program), local_value(f.idle_cost, report.program),
                 _money(row.billed), percent_value(row.change), "yes" if row.idle else "no",
-                hours_value(f.busy_accelerators),
+                hours_value(f.busy_accelerators), hours_value(f.idle), hours_value(f.over_allocation),
+                _money(f.over_allocation_cost), check.through,
+                None if row.billed is None else _money(check.computed), percent_value(check.gap),
+                _money(check.unbilled),
             )
         )  # fmt: skip
     return response
 
 
 def org_daily_csv(organization, period: Period, program):
-    response, writer = csv_response(f"usage-{organization.slug}-{period.key}")
-    response.write(BOM)
+    response, writer = csv_response(f"usage-{organization.slug}-{period.file_label}")
     writer.writerow(
         [
-            "day", "instance_type", "region", "allocated_instance_hours", "running_instance_hours",
-            "utilization_percent", "running_accelerator_hours", "usd_per_hour", "rate_source", "allocated_cost_usd",
-            "running_cost_usd", "busy_accelerator_hours",
+            "period_start", "period_end", "day", "instance_type", "region", "allocated_instance_hours",
+            "running_instance_hours", "utilization_percent", "running_accelerator_hours", "usd_per_hour",
+            "rate_source", "allocated_cost_usd", "running_cost_usd", "busy_accelerator_hours", "idle_instance_hours",
+            "idle_cost_usd", "over_allocation_instance_hours", "over_allocation_cost_usd",
         ]
     )  # fmt: skip
     rows = (
@@ -72,24 +72,19 @@ def org_daily_csv(organization, period: Period, program):
             "rate_source",
             accelerators=ACCELERATORS,
         )  # fmt: skip
-        .annotate(
-            allocated=Sum("allocated_microseconds"),
-            running=Sum("running_microseconds"),
-            allocated_cost=Sum("allocated_cost_micro_usd"),
-            running_cost=Sum("running_cost_micro_usd"),
-            busy=Sum("busy_accelerator_microseconds"),
-        )
+        .annotate(**ROW_SUMS)
         .order_by("day", "pool__instance_type__api_name", "pool__region")
     )
     for row in rows:
         writer.writerow(
-            csv_cell(value)
-            for value in (
-                row["day"].isoformat(), row["pool__instance_type__api_name"], row["pool__region"],
+            (
+                period.first, period.last, row["day"], row["pool__instance_type__api_name"], row["pool__region"],
                 hours_value(row["allocated"]), hours_value(row["running"]),
                 percent_value(utilization(row["running"], row["allocated"])),
                 hours_value(row["running"] * row["accelerators"]), row["usd_per_hour"], row["rate_source"],
                 _money(row["allocated_cost"]), _money(row["running_cost"]), hours_value(row["busy"]),
+                hours_value(row["idle"]), _money(row["idle_cost"]), hours_value(row["over_allocation"]),
+                _money(row["over_allocation_cost"]),
             )
         )  # fmt: skip
     return response

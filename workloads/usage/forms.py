@@ -8,6 +8,7 @@ from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from portal.forms import DateInput
+from tenants.cycle import IN_CYCLE
 from tenants.models import InstanceType, Region
 from workloads.usage.models import RateCardEntry
 
@@ -21,5 +22,5 @@ class RateCardForm(forms.Form):
     usd_per_hour = forms.DecimalField(
         label=_("USD per instance-hour"), min_value=Decimal("0.0001"), max_digits=10, decimal_places=4
     )
-    effective_from = forms.DateField(label=_("Effective from"), widget=DateInput)
+    effective_from = forms.DateField(label=_("Effective from"), widget=DateInput, validators=[IN_CYCLE])
     note = forms.CharField(label=_("Note"), max_length=300, required=False, help_text=_("Where the rate comes from."))

@@ -7,11 +7,13 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
+from django.core.exceptions import ValidationError
 from django.utils.formats import date_format
 from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 
 from portal.periods import day_start, iso_week, parse_iso_week, week_of
+from tenants.cycle import check_dates
 from tenants.models import Program
 
 MAX_DAYS = 3 * 366  # a range over three years is refused: nobody reviews that, and it is an easy way to load the DB
@@ -40,6 +42,13 @@ class Period:
         if self.kind == "program":
             return "program"
         return "range"
+
+    @property
+    def file_label(self) -> str:
+        """The period in a file name: 2027-W10, 2027-03, or its first and last days for the program and a range."""
+        if self.kind in ("week", "month"):
+            return self.key
+        return f"{self.first.isoformat()}_{self.last.isoformat()}"
 
     @property
     def query(self) -> dict[str, str]:
@@ -95,9 +104,21 @@ def _date(value: str, field: str) -> date:
         raise PeriodError(field, _("Enter a date as YYYY-MM-DD.")) from None
 
 
+def _in_cycle(**days: date) -> None:
+    """A period asked for lies within the program's cycle and margin (tenants.cycle), or a PeriodError naming the
+    field."""
+    try:
+        check_dates(**days)
+    except ValidationError as error:
+        field, messages = next(iter(error.message_dict.items()))
+        raise PeriodError(field, messages[0]) from None
+
+
 def parse_period(params, *, program: Program | None, today: date) -> Period:
     """From ?period=2027-W05 | 2027-02 | program | range&start=…&end=…; the current week when none is given."""
     value = (params.get("period") or "").strip()
+    if not value and (params.get("start") or params.get("end")):
+        value = "range"  # dates typed without choosing a period: the dates are the range asked for
     if not value:
         monday = week_of(today)
         return Period("week", monday, monday + timedelta(days=6))
@@ -112,12 +133,14 @@ def parse_period(params, *, program: Program | None, today: date) -> Period:
             raise PeriodError("end", _("The end must not be before the start."))
         if (last - first).days + 1 > MAX_DAYS:
             raise PeriodError("end", _("Choose a range of at most three years."))
+        _in_cycle(start=first, end=last)
         return Period("range", first, last)
     if "-W" in value:
         try:
             monday = parse_iso_week(value)
         except ValueError:
             raise PeriodError("period", _("Give an ISO week such as 2027-W05.")) from None
+        _in_cycle(period=monday)
         return Period("week", monday, monday + timedelta(days=6))
     if match := MONTH.match(value):
         year, month = int(match[1]), int(match[2])
@@ -125,6 +148,7 @@ def parse_period(params, *, program: Program | None, today: date) -> Period:
             raise PeriodError("period", _("Give a month such as 2027-02."))
         first = date(year, month, 1)
         last = (first.replace(day=28) + timedelta(days=4)).replace(day=1) - timedelta(days=1)
+        _in_cycle(period=first)
         return Period("month", first, last)
     raise PeriodError(
         "period", _("Unknown period: give an ISO week (2027-W05), a month (2027-02), “program” or “range”.")

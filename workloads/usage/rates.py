@@ -19,6 +19,7 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from tenants.access import require_program_manager
+from tenants.cycle import check_dates
 from tenants.models import CapacityPool, InstancePrice, InstanceType
 from workloads.usage.definitions import cost_micro_usd
 from workloads.usage.models import RateCardEntry, UsageDay
@@ -33,6 +34,7 @@ MANAGERS_ONLY = _("Only a program manager can change the rate card.")
 class Rate:
     usd_per_hour: Decimal
     source: str  # a rate-card kind, "catalog", or "" when nothing prices the type there
+    effective_from: date | None = None  # the rate-card entry's first day (None for the catalog)
 
 
 NO_RATE = Rate(Decimal("0"), "")
@@ -51,12 +53,17 @@ class RateTable:
         self._catalog = catalog
 
     def rate(self, instance_type_id: int, region: str, day: date) -> Rate:
+        return self.day_rate(instance_type_id, region, day)
+
+    def day_rate(self, instance_type_id: int, region: str, day: date) -> Rate:
+        """The rate in force that day, with the day its entry took effect (tenants.capacity.pricing reads this
+        to price estimates as usage is priced)."""
         for kind in PRECEDENCE:
             starts = self._starts.get((instance_type_id, region, kind))
             if starts:
                 index = bisect.bisect_right(starts, day) - 1
                 if index >= 0:
-                    return Rate(self._prices[(instance_type_id, region, kind)][index], str(kind))
+                    return Rate(self._prices[(instance_type_id, region, kind)][index], str(kind), starts[index])
         price = self._catalog.get((instance_type_id, region))
         return Rate(price, CATALOG) if price is not None else NO_RATE
 
@@ -65,6 +72,12 @@ def load_rates() -> RateTable:
     catalog = {
         (t, r): usd for t, r, usd in InstancePrice.objects.values_list("instance_type_id", "region", "usd_per_hour")
     }
+    return RateTable(RateCardEntry.objects.all(), catalog)
+
+
+def estimate_rates(catalog: dict[tuple[int, str], Decimal]) -> RateTable:
+    """The rate card for tenants.capacity.pricing (registered at start): estimates price as usage does. One query;
+    the caller has loaded the catalog."""
     return RateTable(RateCardEntry.objects.all(), catalog)
 
 
@@ -124,6 +137,8 @@ def add_rate(
 ) -> RateCardEntry:
     """A rate from a day on; the days it covers are re-priced in the same transaction."""
     require_program_manager(user, MANAGERS_ONLY)
+    # A rate from year 0001 would re-price every day since: only days the program can mean are taken.
+    check_dates(effective_from=effective_from)
     entry = RateCardEntry(
         instance_type=instance_type,
         region=region,

@@ -16,7 +16,9 @@ from django.utils import timezone
 from portal.periods import day_start
 from tenants.models import Allocation, CapacityPool, Organization, Program
 from workloads.usage.definitions import (
+    MICROSECONDS_PER_HOUR,
     ONE_DAY,
+    ROW_SUMS,
     allocated_microseconds,
     allocation_span,
     cost_micro_usd,
@@ -66,6 +68,12 @@ class Figures(InstanceTime):
     busy_accelerators: int | None = None
     allocated_cost: int = 0  # micro-USD
     running_cost: int = 0
+    # Summed from the daily rows, each floored at 0 first (definitions.ROW_SUMS): never allocated − running of
+    # the sums, which would net one pool's idle hours against another's over-running.
+    idle: int = 0  # instance-microseconds
+    idle_cost: int = 0  # micro-USD
+    over_allocation: int = 0  # instance-microseconds run beyond the allocation
+    over_allocation_cost: int = 0
 
     def add(self, other: Figures) -> None:
         self.allocated += other.allocated
@@ -74,6 +82,10 @@ class Figures(InstanceTime):
         self.running_accelerators += other.running_accelerators
         self.allocated_cost += other.allocated_cost
         self.running_cost += other.running_cost
+        self.idle += other.idle
+        self.idle_cost += other.idle_cost
+        self.over_allocation += other.over_allocation
+        self.over_allocation_cost += other.over_allocation_cost
         if other.busy_accelerators is not None:
             self.busy_accelerators = (self.busy_accelerators or 0) + other.busy_accelerators
 
@@ -97,8 +109,17 @@ class Figures(InstanceTime):
         return Decimal(self.busy_accelerators) / Decimal(self.running_accelerators)
 
     @property
-    def idle_cost(self) -> int:
-        return max(self.allocated_cost - self.running_cost, 0)
+    def idle_hours(self) -> Decimal:
+        return hours(self.idle)
+
+    @property
+    def over_allocation_hours(self) -> Decimal:
+        return hours(self.over_allocation)
+
+    @property
+    def over_allocated(self) -> bool:
+        """Something ran beyond its allocation: flagged wherever the figure is shown."""
+        return self.over_allocation > 0
 
     @property
     def allocated_usd(self) -> Decimal:
@@ -112,6 +133,10 @@ class Figures(InstanceTime):
     def idle_usd(self) -> Decimal:
         return usd(self.idle_cost)
 
+    @property
+    def over_allocation_usd(self) -> Decimal:
+        return usd(self.over_allocation_cost)
+
 
 def _figures(row: dict) -> Figures:
     per_instance = row["accelerators"]
@@ -123,25 +148,69 @@ def _figures(row: dict) -> Figures:
         busy_accelerators=row["busy"],
         allocated_cost=row["allocated_cost"] or 0,
         running_cost=row["running_cost"] or 0,
+        idle=row["idle"] or 0,
+        idle_cost=row["idle_cost"] or 0,
+        over_allocation=row["over_allocation"] or 0,
+        over_allocation_cost=row["over_allocation_cost"] or 0,
     )
 
 
 def summed(rows: QuerySet[UsageDay], *keys: str) -> dict[tuple, Figures]:
     """The rows summed per `keys` (e.g. organization_id), one query; each key's Figures."""
     totals: dict[tuple, Figures] = defaultdict(Figures)
-    for row in rows.values(*keys, accelerators=ACCELERATORS).annotate(
-        allocated=Sum("allocated_microseconds"),
-        running=Sum("running_microseconds"),
-        busy=Sum("busy_accelerator_microseconds"),
-        allocated_cost=Sum("allocated_cost_micro_usd"),
-        running_cost=Sum("running_cost_micro_usd"),
-    ):
+    for row in rows.values(*keys, accelerators=ACCELERATORS).annotate(**ROW_SUMS):
         totals[tuple(row[k] for k in keys)].add(_figures(row))
     return totals
 
 
 def in_period(rows: QuerySet[UsageDay], period: Period) -> QuerySet[UsageDay]:
     return rows.filter(day__gte=period.first, day__lte=period.last)
+
+
+# --- Billed against computed, over settled days -----------------------------------------------------------------
+
+
+def billed_settled_through(period: Period) -> date | None:
+    """The last day of the period Cost Explorer has settled: the latest day any organization was billed for
+    (the billing fetch reads every linked account up to the same day, so one day holds for the program), capped
+    at the period's end. None when no day of the period is billed yet. Comparing only up to this day keeps a lag
+    of Cost Explorer from reading as a gap; an account billed nothing on a settled day it ran is a real gap."""
+    latest = BilledCost.objects.filter(day__lte=period.last).order_by("-day").values_list("day", flat=True).first()
+    if latest is None or latest < period.first:
+        return None
+    return latest
+
+
+def billed_settled(*, organization_ids: list[int], period: Period) -> tuple[date | None, dict[int, tuple[int, int]]]:
+    """Per organization: (billed, computed running cost), both over the period's settled days, in micro-USD;
+    with the day they run through. Three queries."""
+    through = billed_settled_through(period)
+    if through is None:
+        return None, {}
+    billed = dict(
+        BilledCost.objects.filter(organization_id__in=organization_ids, day__gte=period.first, day__lte=through)
+        .values("organization_id")
+        .annotate(total=Sum("cost_micro_usd"))
+        .values_list("organization_id", "total")
+    )
+    computed = dict(
+        UsageDay.objects.filter(organization_id__in=organization_ids, day__gte=period.first, day__lte=through)
+        .values("organization_id")
+        .annotate(total=Sum("running_cost_micro_usd"))
+        .values_list("organization_id", "total")
+    )
+    # An organization with no billed row on the settled days (no linked account, or nothing fetched) has no
+    # billed figure at all rather than a -100% gap.
+    return through, {org_id: (total, computed.get(org_id) or 0) for org_id, total in billed.items()}
+
+
+def billed_check(organization: Organization, period: Period, figures: Figures) -> BilledCheck:
+    """One organization's billed check over the period's settled days (`figures`: its period's figures)."""
+    through, settled = billed_settled(organization_ids=[organization.pk], period=period)
+    if through is None:
+        return BilledCheck(None, 0, None, figures.running_cost)
+    billed, computed = settled.get(organization.pk, (None, 0))
+    return BilledCheck(billed, computed, through, figures.running_cost - computed)
 
 
 # --- The program table ----------------------------------------------------------------------------------------
@@ -152,8 +221,10 @@ class OrgRow:
     organization: Organization
     figures: Figures
     previous: Figures | None
-    billed: int | None  # micro-USD from Cost Explorer, None when nothing was fetched for the period
+    billed: int | None  # micro-USD from Cost Explorer over the settled days, None when none is settled
     idle: bool
+    billed_computed: int = 0  # the running cost computed over the same settled days
+    billed_through: date | None = None  # the last settled day of the period (None: none settled yet)
 
     @property
     def change(self) -> Decimal | None:
@@ -167,7 +238,12 @@ class OrgRow:
 
     @property
     def billed_check(self) -> BilledCheck:
-        return BilledCheck(self.billed, self.figures.running_cost)
+        return BilledCheck(self.billed, self.billed_computed, self.billed_through, self.unbilled_cost)
+
+    @property
+    def unbilled_cost(self) -> int:
+        """The running cost computed on the days Cost Explorer has not settled yet."""
+        return self.figures.running_cost - self.billed_computed
 
     @property
     def billed_gap(self) -> Decimal | None:
@@ -180,11 +256,15 @@ class OrgRow:
 
 @dataclass(frozen=True)
 class BilledCheck:
-    """What AWS billed (Cost Explorer) beside the running cost computed from the rate card, both in micro-USD: a
-    gap over BILLED_TOLERANCE either way is flagged on the program's and the organization's usage pages."""
+    """What AWS billed (Cost Explorer) beside the running cost computed from the rate card over the same settled
+    days (through `through`), both in micro-USD: a gap over BILLED_TOLERANCE either way is flagged on the
+    program's and the organization's usage pages. `unbilled` is the computed running cost of the period's days
+    after `through`, shown apart and never compared."""
 
     billed: int | None
     computed: int
+    through: date | None = None
+    unbilled: int = 0
 
     @property
     def gap(self) -> Decimal | None:
@@ -230,10 +310,26 @@ class ProgramReport:
     totals: Figures
     pools: list[PoolRow]
     threshold: Decimal
+    billed_through: date | None = None
 
     @property
     def idle_rows(self) -> list[OrgRow]:
         return [row for row in self.rows if row.idle]
+
+    @property
+    def over_allocated_rows(self) -> list[OrgRow]:
+        return [row for row in self.rows if row.figures.over_allocated]
+
+    @property
+    def billed_check(self) -> BilledCheck:
+        """The whole program's billed against computed running cost over the settled days."""
+        billed = [row.billed for row in self.rows if row.billed is not None]
+        return BilledCheck(
+            sum(billed) if billed else None,
+            sum(row.billed_computed for row in self.rows),
+            self.billed_through,
+            sum(row.unbilled_cost for row in self.rows),
+        )
 
     @property
     def capacity_cost(self) -> int:
@@ -276,12 +372,7 @@ def program_report(
     now = summed(in_period(rows, period), "organization_id")
     previous_period = period.previous()
     before = summed(in_period(rows, previous_period), "organization_id") if previous_period else {}
-    billed = dict(
-        BilledCost.objects.filter(organization__in=orgs, day__gte=period.first, day__lte=period.last)
-        .values("organization_id")
-        .annotate(total=Sum("cost_micro_usd"))
-        .values_list("organization_id", "total")
-    )
+    through, settled = billed_settled(organization_ids=[org.pk for org in orgs], period=period)
     threshold = program.idle_threshold if program else Decimal("0.5")
     report_rows, totals = [], Figures()
     for org in orgs:
@@ -293,7 +384,9 @@ def program_report(
                 organization=org,
                 figures=figures,
                 previous=before.get((org.pk,)) if previous_period else None,
-                billed=billed.get(org.pk),
+                billed=settled[org.pk][0] if org.pk in settled else None,
+                billed_computed=settled[org.pk][1] if org.pk in settled else 0,
+                billed_through=through,
                 idle=ratio is not None and ratio < threshold,
             )
         )
@@ -307,7 +400,7 @@ def program_report(
     offered = pool_capacity(pools, period, as_of=as_of)
     by_pool = summed(in_period(UsageDay.objects.filter(pool__in=pools), period), "pool_id")
     pool_rows = [PoolRow(pool, *offered[pool.pk], figures=by_pool.get((pool.pk,), Figures())) for pool in pools]
-    return ProgramReport(period, program, report_rows, totals, pool_rows, threshold)
+    return ProgramReport(period, program, report_rows, totals, pool_rows, threshold, through)
 
 
 # --- Over time: weeks and days --------------------------------------------------------------------------------
@@ -320,13 +413,7 @@ def weekly(rows: QuerySet[UsageDay], *, first: date, last: date, key: str) -> di
         rows.filter(day__gte=first, day__lte=last)
         .annotate(week=TruncWeek("day"))
         .values(key, "week", accelerators=ACCELERATORS)
-        .annotate(
-            allocated=Sum("allocated_microseconds"),
-            running=Sum("running_microseconds"),
-            busy=Sum("busy_accelerator_microseconds"),
-            allocated_cost=Sum("allocated_cost_micro_usd"),
-            running_cost=Sum("running_cost_micro_usd"),
-        )
+        .annotate(**ROW_SUMS)
     )
     for row in grouped:
         week = row["week"].date() if isinstance(row["week"], datetime) else row["week"]
@@ -378,7 +465,18 @@ class AllocationUse(InstanceTime):
 
     @property
     def remaining_hours(self) -> Decimal:
+        """Calendar instance-time left to the allocation's end (the projection's horizon)."""
         return hours(self.remaining)
+
+    @property
+    def granted(self) -> int:
+        """The whole window's instance-time, as granted (instance-microseconds)."""
+        return self.allocation.instance_hours * MICROSECONDS_PER_HOUR
+
+    @property
+    def unused(self) -> int:
+        """Remaining as the pages show it: granted − ran, nothing once the allocation has ended or is revoked."""
+        return max(self.granted - self.running, 0) if self.remaining else 0
 
     @property
     def total(self) -> int:

@@ -9,6 +9,7 @@ from rest_framework import serializers
 
 from portal import serializers as api
 from portal.periods import today
+from tenants.cycle import IN_CYCLE
 from tenants.models import InstanceType, Region
 from workloads.usage.models import RateCardEntry
 from workloads.usage.periods import MAX_DAYS
@@ -28,8 +29,12 @@ class UsageQuerySerializer(serializers.Serializer):
     granularity = serializers.ChoiceField(
         choices=GRANULARITIES, default="day", help_text="The period of each row: day (default), week or month."
     )
-    start = serializers.DateField(required=False, help_text="First day (program time); default: 30 days ago.")
-    end = serializers.DateField(required=False, help_text="Last day, inclusive; default: today.")
+    start = serializers.DateField(
+        required=False,
+        validators=[IN_CYCLE],
+        help_text="First day (program time), within the program's cycle and its margin; default: 30 days ago.",
+    )
+    end = serializers.DateField(required=False, validators=[IN_CYCLE], help_text="Last day, inclusive; default: today.")
 
     def validate(self, attrs):
         end = attrs.setdefault("end", today())
@@ -101,11 +106,52 @@ class UsageRowSerializer(api.Serializer):
         decimal_places=2,
         help_text="The running instance-hours at the rate card's prices, in USD.",
     )
+    idle_instance_hours = serializers.DecimalField(
+        read_only=True,
+        max_digits=20,
+        decimal_places=1,
+        help_text="Per day, allocated less running instance-hours, never below 0, summed over the period's days.",
+    )
     idle_cost_usd = serializers.DecimalField(
         read_only=True,
         max_digits=20,
         decimal_places=2,
-        help_text="Allocated less running cost (never below 0), in USD.",
+        help_text="Per day, allocated less running cost, never below 0, summed over the period's days, in USD: the "
+        "same figure as the usage pages and CSV.",
+    )
+    over_allocation_instance_hours = serializers.DecimalField(
+        read_only=True,
+        max_digits=20,
+        decimal_places=1,
+        help_text="Per day, running beyond the allocation (running less allocated, never below 0), summed; never "
+        "netted against idle hours.",
+    )
+    over_allocation_cost_usd = serializers.DecimalField(
+        read_only=True,
+        max_digits=20,
+        decimal_places=2,
+        help_text="The over-allocation instance-hours at the rate card's prices, in USD.",
+    )
+    billed_through = serializers.DateField(
+        read_only=True,
+        allow_null=True,
+        help_text="The last day of the row's period Cost Explorer has settled; null when none is settled yet.",
+    )
+    billed_cost_usd = serializers.DecimalField(
+        read_only=True,
+        max_digits=20,
+        decimal_places=2,
+        allow_null=True,
+        help_text="What AWS billed the organization's account for the instance type (all regions) from the period's "
+        "start to billed_through, in USD; null when nothing is billed.",
+    )
+    billed_computed_cost_usd = serializers.DecimalField(
+        read_only=True,
+        max_digits=20,
+        decimal_places=2,
+        allow_null=True,
+        help_text="The running cost computed over the same settled days, to compare with billed_cost_usd; null when "
+        "no day is settled.",
     )
 
 

@@ -20,7 +20,8 @@ class OrgUsageTable(SortedTable):
     )
     allocated_cost = Column(_("Allocated cost"), accessor="figures__allocated_cost", numeric=True)
     running_cost = Column(_("Running cost"), accessor="figures__running_cost", numeric=True)
-    idle_cost = Column(_("Idle cost"), accessor="figures__idle_cost", numeric=True)
+    idle_cost = Column(_("Idle cost"), accessor="figures__idle_cost", unit=_("over allocation apart"), numeric=True)
+    # Its second line says through which day Cost Explorer has settled (set per request: billed_through_unit).
     billed = Column(_("Billed (AWS)"), accessor="billed", numeric=True)
 
 
@@ -34,5 +35,16 @@ class PoolUsageTable(SortedTable):
     unallocated = Column(_("Unallocated"), accessor="unallocated", numeric=True)
     capacity_cost = Column(_("Pool cost"), accessor="capacity_cost", numeric=True)
     running_cost = Column(_("Running cost"), accessor="figures__running_cost", numeric=True)
-    idle_cost = Column(_("Idle cost"), accessor="figures__idle_cost", numeric=True)
+    idle_cost = Column(_("Idle cost"), accessor="figures__idle_cost", unit=_("over allocation apart"), numeric=True)
     unallocated_cost = Column(_("Unallocated cost"), accessor="unallocated_cost", numeric=True)
+
+
+def billed_through_unit(table: OrgUsageTable, *, billed_through) -> OrgUsageTable:
+    """The billed column's second line: the last day Cost Explorer has settled, or that none is (each table has its
+    own copy of its columns, so this never leaks into another request's)."""
+    if billed_through:
+        unit = _("through %(day)s") % {"day": billed_through.strftime("%m-%d")}
+    else:
+        unit = _("none settled")
+    table.columns["billed"].column.unit = unit
+    return table

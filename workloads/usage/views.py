@@ -38,17 +38,16 @@ from workloads.usage.models import RateCardEntry, UsageDay, UsageRevision
 from workloads.usage.periods import Period, PeriodError, parse_period
 from workloads.usage.rates import MANAGERS_ONLY, add_rate, remove_rate
 from workloads.usage.reports import (
-    BilledCheck,
     Figures,
     allocation_use,
-    billed_total,
+    billed_check,
     cluster_breakdown,
     daily,
     program_report,
     summed,
     weekly,
 )
-from workloads.usage.tables import OrgUsageTable, PoolUsageTable
+from workloads.usage.tables import OrgUsageTable, PoolUsageTable, billed_through_unit
 
 STAFF_ONLY = _("Usage across the program is for program staff; your organization's usage is on its own page.")
 
@@ -102,7 +101,9 @@ def program_usage(request):
         "choices": period_choices(program),
         "report": report,
         # The tables sort by any column (?sort=), in place: the rows are the report's, bounded by the organizations.
-        "org_table": sort_table(request, OrgUsageTable(report.rows)),
+        "org_table": billed_through_unit(
+            sort_table(request, OrgUsageTable(report.rows)), billed_through=report.billed_through
+        ),
         "pool_table": sort_table(request, PoolUsageTable(report.pools, prefix="pools_")),
         "charts": _cached_charts(report, program, UsageDay.objects.visible_to(request.user), period=period),
     }
@@ -224,7 +225,7 @@ def _org_context(request, org_slug: str) -> dict:
         "clusters": cluster_breakdown(org, period),
         "chart": chart,
         "weekly_chart": weekly_chart,
-        "billed": BilledCheck(billed_total(org, period), total.running_cost),
+        "billed": billed_check(org, period, total),
         "as_of": timezone.now(),
     }
 
