@@ -42,9 +42,7 @@ class PoolUsageTable(SortedTable):
 def billed_through_unit(table: OrgUsageTable, *, billed_through) -> OrgUsageTable:
     """The billed column's second line: the last day Cost Explorer has settled, or that none is (each table has its
     own copy of its columns, so this never leaks into another request's)."""
-    if billed_through:
-        unit = _("through %(day)s") % {"day": billed_through.strftime("%m-%d")}
-    else:
-        unit = _("none settled")
-    table.columns["billed"].column.unit = unit
+    table.columns["billed"].column.unit = (
+        _("through %(day)s") % {"day": billed_through.strftime("%m-%d")} if billed_through else _("none settled")
+    )
     return table
