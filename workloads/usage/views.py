@@ -21,7 +21,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
 from portal.forms import apply_errors
-from portal.pages import id_param, render_form, render_page
+from portal.pages import id_param, paginate, render_form, render_page
 from portal.periods import iso_week, today
 from tenants.access import (
     get_org_access_or_404,
@@ -47,6 +47,8 @@ from workloads.usage.reports import (
     summed,
     weekly,
 )
+
+USAGE_PAGE = 20  # organizations per page of the program table; the heatmap shows the same ones and "the others"
 
 STAFF_ONLY = _("Usage across the program is for program staff; your organization's usage is on its own page.")
 
@@ -93,13 +95,17 @@ def program_usage(request):
     period, error = _period(request, program)
     organizations = visible_organizations(request.user)
     report = program_report(period=period, organizations=organizations, program=program)
+    # Hundreds of organizations: the ones needing attention first, the rest on further pages (the totals are
+    # still the whole program's).
+    page = paginate(request, sorted(report.rows, key=attention), USAGE_PAGE)
     context = {
         "program": program,
         "period": period,
         "period_error": error,
         "choices": period_choices(program),
         "report": report,
-        "charts": _cached_charts(report, program, UsageDay.objects.visible_to(request.user)),
+        "page": page,
+        "charts": _cached_charts(report, program, UsageDay.objects.visible_to(request.user), list(page)),
     }
     status = 400 if error else 200
     return render_page(request, "workloads/usage/program.html", context, fragment="usage-body", status=status)
@@ -108,33 +114,77 @@ def program_usage(request):
 CHARTS_TTL = 600  # seconds: a renamed organization or a resized pool shows in the charts within this time
 
 
-def _cached_charts(report, program: Program | None, rows) -> str:
-    """The program-wide charts, the same for every period chosen: rendered once per rollup (`UsageRevision`) and
-    language, then read from the cache, so the page costs the same with a year of history as with a week."""
+def attention(row) -> tuple:
+    """Idle organizations first (the least used first), then those AWS billed apart from the computed cost, then
+    the others from the least used; organizations with nothing allocated last, by name."""
+    ratio = row.figures.utilization
+    return (not (row.idle or row.billed_off), ratio is None, ratio or 0, row.organization.name)
+
+
+def _cached_charts(report, program: Program | None, rows, shown: list) -> str:
+    """The program-wide charts: rendered once per rollup (`UsageRevision`), language and page of organizations,
+    then read from the cache, so the page costs the same with a year of history as with a week."""
     if program is None:
         return ""
     parts = (program.pk, program.starts_on, program.ends_on, today(), get_language(), UsageRevision.current())
-    orgs = ",".join(str(row.organization.pk) for row in report.rows)
-    key = "usage-charts:" + hashlib.sha256(f"{parts}|{orgs}".encode()).hexdigest()
+    orgs = ",".join(str(row.organization.pk) for row in shown)
+    key = "usage-charts:" + hashlib.sha256(f"{parts}|{len(report.rows)}|{orgs}".encode()).hexdigest()
     html = cache.get(key)
     if html is None:
-        html = render_to_string("workloads/usage/_program_charts.html", _program_charts(report, program, rows))
+        html = render_to_string("workloads/usage/_program_charts.html", _program_charts(report, program, rows, shown))
         cache.set(key, html, CHARTS_TTL)
     return html
 
 
-def _program_charts(report, program: Program, rows) -> dict:
+def _minus(whole: Figures, part: Figures) -> Figures:
+    """The figures of everything but `part` (the organizations not drawn one by one)."""
+    return Figures(
+        allocated=whole.allocated - part.allocated,
+        running=whole.running - part.running,
+        allocated_accelerators=whole.allocated_accelerators - part.allocated_accelerators,
+        running_accelerators=whole.running_accelerators - part.running_accelerators,
+        allocated_cost=whole.allocated_cost - part.allocated_cost,
+        running_cost=whole.running_cost - part.running_cost,
+    )
+
+
+def _program_charts(report, program: Program, rows, shown: list) -> dict:
+    """The heatmap and the cost bars draw the organizations of the table's page one by one and every other
+    organization as one row, so they stay legible and their size bounded with 2,000 organizations. The others'
+    figures are the program's (per pool, already summed for the pool charts) less the ones drawn."""
     first, last = program.starts_on, min(program.ends_on, today())
     org_rows = [
         charts.Row(r.organization.pk, r.organization.name, reverse("usage:org", args=[r.organization.slug]))
-        for r in report.rows
+        for r in shown
     ]
+    ids = [row.key for row in org_rows]
     weeks = charts.weeks_between(first, last)
-    by_org_week = weekly(rows, first=first, last=last, key="organization_id")
+    by_org_week = weekly(rows.filter(organization_id__in=ids), first=first, last=last, key="organization_id")
     by_pool_week = weekly(rows, first=first, last=last, key="pool_id")
-    to_date = summed(rows.filter(day__gte=first, day__lte=last), "organization_id")
+    to_date = summed(rows.filter(organization_id__in=ids, day__gte=first, day__lte=last), "organization_id")
+    others = len(report.rows) - len(shown)
+    if others:
+        program_week: dict = {}
+        for (_pool, week), figures in by_pool_week.items():
+            program_week.setdefault(week, Figures()).add(figures)
+        shown_week: dict = {}
+        for (_org, week), figures in by_org_week.items():
+            shown_week.setdefault(week, Figures()).add(figures)
+        for week, figures in program_week.items():
+            by_org_week[(0, week)] = _minus(figures, shown_week.get(week, Figures()))
+        program_total, shown_total = Figures(), Figures()
+        for figures in program_week.values():
+            program_total.add(figures)
+        for figures in to_date.values():
+            shown_total.add(figures)
+        to_date[(0,)] = _minus(program_total, shown_total)
+        other_row = charts.Row(0, _("Other organizations (%(count)s)") % {"count": f"{others:,}"})
+    bars = sorted(
+        ((row, to_date.get((row.key,), Figures())) for row in org_rows),
+        key=lambda pair: (-pair[1].allocated_cost, pair[0].label),
+    )
     return {
-        "heatmap": charts.heatmap(org_rows, weeks, by_org_week),
+        "heatmap": charts.heatmap([*org_rows, other_row] if others else org_rows, weeks, by_org_week),
         "pool_charts": [
             {
                 "pool": p.pool,
@@ -148,12 +198,7 @@ def _program_charts(report, program: Program, rows) -> dict:
             }
             for p in report.pools
         ],
-        "cost_chart": charts.cost_bars(
-            sorted(
-                ((row, to_date.get((row.key,), Figures())) for row in org_rows),
-                key=lambda pair: (-pair[1].allocated_cost, pair[0].label),
-            )
-        ),
+        "cost_chart": charts.cost_bars(bars + ([(other_row, to_date[(0,)])] if others else [])),
     }
 
 
