@@ -13,7 +13,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pyte
 
 HEADINGS = {
     "en": ("Last week", "This week so far", "Open S1/S2 cases", "Waiting for review"),
-    "ja": ("先週", "今週（ここまで）", "未解決の S1/S2 ケース", "審査待ち"),
+    "ja": ("先週", "今週（ここまで）", "オープンの S1/S2 ケース", "審査待ち"),
 }
 
 

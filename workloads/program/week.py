@@ -95,7 +95,7 @@ def per_org_week(rows, *, settled: date | None, threshold: Decimal):
 
 def week_glance(*, period: Period, usage_rows, billed_rows, threshold: Decimal) -> WeekGlance:
     """The week in five queries whatever the number of organizations: the last billed day, the SHOWN needing
-    attention most (idle first, least used first, then over-running), billed and computed cost per organization over
+    attention most (idle first, then over-running, then the least used), billed and computed cost per organization over
     the settled days, and the totals and counts over every organization."""
     # order_by(): no Meta ordering (by the organization's name, a join) in a grouped read
     rows = usage_rows.filter(day__gte=period.first, day__lte=period.last).order_by()
@@ -104,7 +104,11 @@ def week_glance(*, period: Period, usage_rows, billed_rows, threshold: Decimal) 
     grouped = per_org_week(rows, settled=settled, threshold=threshold)
     top = list(
         grouped.order_by(
-            F("is_idle").desc(), F("ratio").asc(nulls_last=True), F("over_cost").desc(), "organization_id"
+            F("is_idle").desc(),
+            F("is_over").desc(),
+            F("ratio").asc(nulls_last=True),
+            F("over_cost").desc(),
+            "organization_id",
         )[:SHOWN]
     )
     # Billed against computed over the settled days: two narrow grouped reads (organization, sum), compared here.
