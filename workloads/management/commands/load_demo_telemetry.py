@@ -72,8 +72,10 @@ class Command(BaseCommand):
             return f"{org.name}: the emulator did not create {cluster.name}; see its page."
         if index is not None:
             self.report(cluster, index)
-        nodes = ClusterNode.objects.for_org(org).filter(cluster=cluster, gone_at=None).count()
-        return f"{org.name}: {cluster.name} (cluster {cluster.pk}) in the emulator with {nodes} nodes."
+        workers = ClusterNode.objects.for_org(org).filter(
+            cluster=cluster, gone_at=None, instance_type=cluster.allocation.pool.instance_type.api_name
+        )
+        return f"{org.name}: {cluster.name} (cluster {cluster.pk}) in the emulator with {workers.count()} workers."
 
     def alive(self, cluster: Cluster) -> bool:
         try:
