@@ -28,7 +28,7 @@ from workloads.usage.reports import AllocationUse, BilledCheck, Figures, allocat
 SHOWN = 12  # organizations listed per week; the rest are on the usage page, in the same order
 LISTED = 6  # cases, incidents, allocations, requests listed before "and N more"
 ENDING_DAYS = 14
-PROJECTED_CANDIDATES = 20  # allocations whose projection is computed exactly (allocation_use), the least used first
+PROJECTED_CANDIDATES = LISTED  # projected exactly (allocation_use loops over their days), the least used first
 
 
 @dataclass
