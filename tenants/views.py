@@ -1,4 +1,5 @@
-"""The landing pages: home (who goes where), an organization's home, the program overview, the audit trail."""
+"""The landing pages: home (who goes where), an organization's home, the program's pools and organizations, the
+audit trail. The program's own landing page (its week at a glance) is workloads.program."""
 
 from __future__ import annotations
 
@@ -56,7 +57,8 @@ def org_home(request, org_slug: str):
 
 
 @login_required
-def program_overview(request):
+def program_organizations(request):
+    """The program's pools and organizations (linked from the landing page, which lives in workloads.program)."""
     require_program_staff(request.user, _("The program overview is for program staff."))
     program = Program.objects.first()
     organizations = (
@@ -72,7 +74,7 @@ def program_overview(request):
         pools = pools.filter(program=program)
     return render(
         request,
-        "tenants/program_overview.html",
+        "tenants/program_organizations.html",
         {"program": program, "organizations": organizations, "pools": pools},
     )
 

@@ -39,6 +39,8 @@ def test_manager_sees_twelve_orgs_and_switches_to_japanese(page, live_server, sc
     log_in(page, live_server, "manager")
 
     page.wait_for_url(f"{live_server.url}/program/")
+    page.get_by_role("link", name="Pools and organizations").click()  # the landing page links them
+    page.wait_for_url(f"{live_server.url}/program/organizations/")
     assert page.get_by_role("heading", name="12 organizations").is_visible()
     assert page.locator("table").nth(1).locator("tbody tr").count() == 12
     screenshot("manager-program-overview")

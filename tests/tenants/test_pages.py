@@ -63,16 +63,17 @@ def test_staff_home_goes_to_program_overview(manager_client):
 
 
 @pytest.mark.django_db
-def test_program_overview_is_for_staff_only(member_client):
-    response = member_client.get(reverse("program-overview"))
+@pytest.mark.parametrize("name", ["program-overview", "program-organizations"])
+def test_program_overview_is_for_staff_only(member_client, name):
+    response = member_client.get(reverse(name))
     assert response.status_code == 403
     assert "for program staff" in response.text
 
 
 @pytest.mark.django_db
-def test_program_overview_lists_orgs_and_pools(manager_client, org, other_org):
+def test_program_organizations_lists_orgs_and_pools(manager_client, org, other_org):
     pool = CapacityPoolFactory(total_instances=64, spare_instances=2)
-    response = manager_client.get(reverse("program-overview"))
+    response = manager_client.get(reverse("program-organizations"))
     assert response.status_code == 200
     assert org.name in response.text and other_org.name in response.text
     assert "2 organizations" in response.text
@@ -81,20 +82,20 @@ def test_program_overview_lists_orgs_and_pools(manager_client, org, other_org):
 
 
 @pytest.mark.django_db
-def test_program_overview_empty_state(manager_client):
-    response = manager_client.get(reverse("program-overview"))
+def test_program_organizations_empty_state(manager_client):
+    response = manager_client.get(reverse("program-organizations"))
     assert "No program is set up yet." in response.text
     assert "No organizations yet." in response.text
 
 
 @pytest.mark.django_db
-def test_program_overview_queries_do_not_grow_with_orgs(manager_client):
+def test_program_organizations_queries_do_not_grow_with_orgs(manager_client):
     def count_queries() -> int:
         from django.db import connection
         from django.test.utils import CaptureQueriesContext
 
         with CaptureQueriesContext(connection) as ctx:
-            assert manager_client.get(reverse("program-overview")).status_code == 200
+            assert manager_client.get(reverse("program-organizations")).status_code == 200
         return len(ctx.captured_queries)
 
     CapacityPoolFactory()

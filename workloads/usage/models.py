@@ -238,6 +238,9 @@ class BilledCost(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["organization", "day", "instance_type"], name="one_billed_row_per_day")
         ]
+        # A week's billed cost across every organization (the landing page, the program table) reads a range of
+        # days: without it, every such read scanned a year of rows per organization.
+        indexes = [models.Index(fields=["day", "organization"], name="billed_day_org")]
 
     def __str__(self) -> str:
         return f"{self.organization_id} {self.day} {self.instance_type}"

@@ -49,6 +49,8 @@ from workloads.usage.reports import (
 )
 from workloads.usage.tables import OrgUsageTable, PoolUsageTable, billed_through_unit
 
+USAGE_PAGE = 20  # organizations per page of the program table; the heatmap shows the same ones and "the others"
+
 STAFF_ONLY = _("Usage across the program is for program staff; your organization's usage is on its own page.")
 
 
@@ -94,18 +96,25 @@ def program_usage(request):
     period, error = _period(request, program)
     organizations = visible_organizations(request.user)
     report = program_report(period=period, organizations=organizations, program=program)
+    # Hundreds of organizations: the ones needing attention first, the rest on further pages (the totals are
+    # still the whole program's).
+    org_table = billed_through_unit(
+        sort_table(request, OrgUsageTable(sorted(report.rows, key=attention)), per_page=USAGE_PAGE),
+        billed_through=report.billed_through,
+    )
     context = {
         "program": program,
         "period": period,
         "period_error": error,
         "choices": period_choices(program),
         "report": report,
-        # The tables sort by any column (?sort=), in place: the rows are the report's, bounded by the organizations.
-        "org_table": billed_through_unit(
-            sort_table(request, OrgUsageTable(report.rows)), billed_through=report.billed_through
-        ),
+        # The organizations needing attention first (attention), unless a header sorts by a column (?sort=); 20 a
+        # page, so hundreds of organizations stay one short page (the totals are still the whole program's).
+        "org_table": org_table,
         "pool_table": sort_table(request, PoolUsageTable(report.pools, prefix="pools_")),
-        "charts": _cached_charts(report, program, UsageDay.objects.visible_to(request.user), period=period),
+        "charts": _cached_charts(
+            report, program, UsageDay.objects.visible_to(request.user), shown=org_table.page.object_list, period=period
+        ),
     }
     status = 400 if error else 200
     return render_page(request, "workloads/usage/program.html", context, fragment="usage-body", status=status)
@@ -114,39 +123,92 @@ def program_usage(request):
 CHARTS_TTL = 600  # seconds: a renamed organization or a resized pool shows in the charts within this time
 
 
-def _cached_charts(report, program: Program | None, rows, *, period: Period) -> str:
-    """The program-wide charts for the chosen period: rendered once per rollup (`UsageRevision`), period and
-    language, then read from the cache, so the page costs the same with a year of history as with a week."""
+def attention(row) -> tuple:
+    """Idle organizations first (the least used first), then those AWS billed apart from the computed cost, then
+    the others from the least used; organizations with nothing allocated last, by name."""
+    ratio = row.figures.utilization
+    return (not (row.idle or row.billed_off), ratio is None, ratio or 0, row.organization.name)
+
+
+def _cached_charts(report, program: Program | None, rows, *, shown: list, period: Period) -> str:
+    """The program-wide charts for the chosen period and the table's page of organizations: rendered once per
+    rollup (`UsageRevision`), period, language and page, then read from the cache, so the page costs the same with
+    a year of history as with a week."""
     if program is None:
         return ""
     parts = (program.pk, program.starts_on, program.ends_on, today(), get_language(), UsageRevision.current())
     parts += (period.query_string,)
-    orgs = ",".join(str(row.organization.pk) for row in report.rows)
-    key = "usage-charts:" + hashlib.sha256(f"{parts}|{orgs}".encode()).hexdigest()
+    orgs = ",".join(str(row.organization.pk) for row in shown)
+    key = "usage-charts:" + hashlib.sha256(f"{parts}|{len(report.rows)}|{orgs}".encode()).hexdigest()
     html = cache.get(key)
     if html is None:
-        html = render_to_string("workloads/usage/_program_charts.html", _program_charts(report, program, rows, period))
+        html = render_to_string(
+            "workloads/usage/_program_charts.html", _program_charts(report, program, rows, shown=shown, period=period)
+        )
         cache.set(key, html, CHARTS_TTL)
     return html
 
 
-def _program_charts(report, program: Program, rows, period: Period) -> dict:
+def _minus(whole: Figures, part: Figures) -> Figures:
+    """The figures of everything but `part` (the organizations not drawn one by one)."""
+    return Figures(
+        **{
+            name: getattr(whole, name) - getattr(part, name)
+            for name in (
+                "allocated",
+                "running",
+                "allocated_accelerators",
+                "running_accelerators",
+                "allocated_cost",
+                "running_cost",
+                "idle",
+                "idle_cost",
+                "over_allocation",
+                "over_allocation_cost",
+            )
+        }
+    )
+
+
+def _program_charts(report, program: Program, rows, *, shown: list, period: Period) -> dict:
     """The weekly charts run from the program's start to the chosen period's end (not past today), the period's
-    weeks set apart; the cost chart is the chosen period's, from the table's own figures."""
+    weeks set apart; the cost chart is the chosen period's, from the table's own figures. The heatmap and the cost
+    bars draw the organizations of the table's page one by one and every other organization as one row, so they
+    stay legible and bounded with 2,000 organizations: the others' figures are the program's (per pool, already
+    summed for the pool charts; for the period, the table's totals) less the ones drawn."""
     first, last = program.starts_on, min(program.ends_on, period.last, today())
     last = max(last, first)
     org_rows = [
         charts.Row(r.organization.pk, r.organization.name, reverse("usage:org", args=[r.organization.slug]))
-        for r in report.rows
+        for r in shown
     ]
+    ids = [row.key for row in org_rows]
     weeks = charts.weeks_between(first, last)
     chosen = (period.first, period.last)
-    by_org_week = weekly(rows, first=first, last=last, key="organization_id")
+    by_org_week = weekly(rows.filter(organization_id__in=ids), first=first, last=last, key="organization_id")
     by_pool_week = weekly(rows, first=first, last=last, key="pool_id")
+    bars = [(row, r.figures) for row, r in zip(org_rows, shown, strict=True)]
+    heat_rows = org_rows
+    others = len(report.rows) - len(shown)
+    if others:
+        other_row = charts.Row(0, _("Other organizations (%(count)s)") % {"count": f"{others:,}"})
+        program_week: dict = {}
+        for (_pool, week), figures in by_pool_week.items():
+            program_week.setdefault(week, Figures()).add(figures)
+        shown_week: dict = {}
+        for (_org, week), figures in by_org_week.items():
+            shown_week.setdefault(week, Figures()).add(figures)
+        for week, figures in program_week.items():
+            by_org_week[(0, week)] = _minus(figures, shown_week.get(week, Figures()))
+        shown_total = Figures()
+        for _row, figures in bars:
+            shown_total.add(figures)
+        heat_rows = [*org_rows, other_row]
+        bars.append((other_row, _minus(report.totals, shown_total)))
     return {
         "period": period,
         "through": last,
-        "heatmap": charts.heatmap(org_rows, weeks, by_org_week, chosen=chosen),
+        "heatmap": charts.heatmap(heat_rows, weeks, by_org_week, chosen=chosen),
         "pool_charts": [
             {
                 "pool": p.pool,
@@ -161,12 +223,7 @@ def _program_charts(report, program: Program, rows, period: Period) -> dict:
             }
             for p in report.pools
         ],
-        "cost_chart": charts.cost_bars(
-            sorted(
-                ((row, r.figures) for row, r in zip(org_rows, report.rows, strict=True)),
-                key=lambda pair: (-pair[1].allocated_cost, pair[0].label),
-            )
-        ),
+        "cost_chart": charts.cost_bars(sorted(bars, key=lambda pair: (-pair[1].allocated_cost, pair[0].label))),
     }
 
 

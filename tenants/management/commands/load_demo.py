@@ -42,6 +42,8 @@ DEMO_ORGS = [
     ("Kaede Code Models", "kaede-code"),
     ("Nagisa Multimodal", "nagisa-multimodal"),
 ]
+# Minato Finance Models' launch allocation ends early; its cluster keeps running (load_demo_usage's story).
+EARLY_END = 6
 # (instance type, region, total, spare): 127 P5 split across two regions, 24 Trn1 in us-east-1.
 DEMO_POOLS = [
     ("p5.48xlarge", Region.US_EAST_1, 64, 2),
@@ -134,11 +136,14 @@ class Command(BaseCommand):
         launch = [("p5.48xlarge", Region.US_EAST_1, 12)] * 5 + [("p5.48xlarge", Region.AP_NORTHEAST_1, 12)] * 5
         launch += [("trn1.32xlarge", Region.US_EAST_1, 8)] * 2
         decided_at = timezone.make_aware(datetime.combine(program.starts_on - timedelta(days=7), time(10)))
-        for org, (api_name, region, count) in zip(organizations, launch, strict=True):
+        for index, (org, (api_name, region, count)) in enumerate(zip(organizations, launch, strict=True)):
             pool = pools[(api_name, region)]
+            ends_on = program.ends_on
+            if index == EARLY_END:  # its allocation ended ten days ago (two weeks in, before the program starts)
+                ends_on = min(max(date.today() - timedelta(days=10), program.starts_on + timedelta(days=13)), ends_on)
             request = CapacityRequest.objects.create(
                 organization=org, pool=pool, instance_count=count, starts_on=program.starts_on,
-                ends_on=program.ends_on, justification="Cycle launch allocation.",
+                ends_on=ends_on, justification="Cycle launch allocation.",
                 status=CapacityRequest.Status.APPROVED, created_by=manager, submitted_at=decided_at,
                 decided_by=manager, decided_at=decided_at, decision_comment="Day-one allocation.",
             )  # fmt: skip

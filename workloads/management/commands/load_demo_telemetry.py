@@ -1,11 +1,14 @@
-"""A live GPU cluster for each demo tenant (tenant1's and tenant2's organizations) in the local emulator, looking as
-its reporter would make it look: nodes with host names, jobs running and finished (sacct), an nccl-tests run, and
-GPU readings — one GPU fallen off the bus in the first organization (an incident and its support case), an
-interconnect under its baseline in the second. Idempotent; `make run` calls it once the emulator is up.
+"""The demo organizations' clusters live in the local emulator, each with as many nodes as its story says run now
+(`load_demo_usage` made them, with their history), so the poller carries every organization's usage on while
+`make run` runs. The two demo tenants' clusters also look as their reporter would make them look: host names, jobs
+running and finished (sacct), an nccl-tests run, and GPU readings — one GPU fallen off the bus in the first
+organization (an incident and its support case), an interconnect under its baseline in the second. Idempotent;
+`make run` calls it once the emulator is up.
 
-The emulator starts empty on every `make run`: a demo cluster of an earlier run that it no longer knows is marked
-deleted (its history stays) and a new one is made. Nothing reports afterwards, so after three report intervals the
-cluster's reporter shows as silent and its running job as "state unknown" — as it would on a real cluster.
+The emulator replays its recording at start, so the clusters of an earlier run are still there; one it no longer
+knows is marked deleted (its history stays) and a new one of the same size is made. Nothing reports afterwards, so
+after three report intervals a reporter shows as silent and its running job as "state unknown" — as it would on a
+real cluster.
 """
 
 from __future__ import annotations
@@ -14,77 +17,65 @@ import math
 from datetime import UTC, timedelta
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from portal import cloud
 from tenants.models import Organization
-from workloads.clusters.allowance import active_allocations
 from workloads.clusters.lifecycle import transition
 from workloads.clusters.models import Cluster, ClusterNode
 from workloads.clusters.provisioning import provider_for, provision
-from workloads.clusters.services import GroupRequest, create_cluster
 from workloads.clusters.sync import close_nodes
 from workloads.health.telemetry import ingest_exporter_text
 from workloads.jobs.sacct import SACCT_FIELDS
 from workloads.jobs.services import ingest_sacct
-from workloads.records.models import Workload
+from workloads.management.commands.load_demo_usage import story_cluster, story_cluster_name
 from workloads.validation.services import record_validation
 
-DEMO_NAME = "gpu-demo"
 DEMO_TENANTS = ("tenant1", "tenant2")
-NODES = 4
+STORY_NAMES = [story_cluster_name(api_name) for api_name in ("p5.48xlarge", "trn1.32xlarge")]
 PEAKS = (486.0, 352.0)  # the first tenant's interconnect is healthy, the second's under its 487 GB/s baseline
 
 
 class Command(BaseCommand):
-    help = "A live demo GPU cluster per demo tenant in the local emulator, with jobs, GPU readings and an nccl run."
+    help = "Bring every demo organization's cluster up in the local emulator; jobs, GPU readings, an nccl run."
 
     def handle(self, *args, **options) -> None:
         if settings.PRODUCTION:
             raise CommandError("Refusing to load demo telemetry with PORTAL_PRODUCTION=True.")
         if not settings.AWS_ENDPOINT_URL:
             raise CommandError("The demo clusters live in the local emulator: set AWS_ENDPOINT_URL to it first.")
+        reporting = {}
         for index, username in enumerate(DEMO_TENANTS):
             org = Organization.objects.filter(memberships__user__username=username).order_by("pk").first()
             if org is not None:
-                self.stdout.write(self.demo_cluster(org, index))
-
-    def demo_cluster(self, org: Organization, index: int) -> str:
-        current = (
-            Cluster.objects.for_org(org)
-            .filter(name=DEMO_NAME)
+                reporting[org.pk] = index
+        clusters = (
+            Cluster.objects.filter(name__in=STORY_NAMES, organization__aws_account_id__gt="")
             .exclude(status__in=(Cluster.Status.DELETED, Cluster.Status.FAILED))
+            .select_related("organization", "allocation__pool__instance_type")
+            .order_by("organization_id", "pk")
         )
-        for cluster in current:
+        if not clusters:
+            raise CommandError("No demo clusters: run manage.py load_demo_usage first (on a fresh var/).")
+        for cluster in clusters:
+            self.stdout.write(self.bring_up(cluster, reporting.get(cluster.organization_id)))
+
+    def bring_up(self, cluster: Cluster, index: int | None) -> str:
+        org = cluster.organization
+        if cluster.status in (Cluster.Status.IN_SERVICE, Cluster.Status.DEGRADED):
             if self.alive(cluster):
-                return f"{org.name}: demo cluster {cluster.pk} is running."
+                return f"{org.name}: {cluster.name} (cluster {cluster.pk}) is running."
             self.retire(cluster)
-        allocation = active_allocations(org).filter(pool__instance_type__api_name="p5.48xlarge").first()
-        admin = org.memberships.filter(user__username__in=DEMO_TENANTS).first()
-        if allocation is None or admin is None:
-            return f"{org.name}: no active P5 allocation, no demo cluster."
-        try:
-            cluster = create_cluster(
-                organization=org,
-                allocation=allocation,
-                name=DEMO_NAME,
-                kind=Cluster.Kind.HYPERPOD_SLURM,
-                groups=[GroupRequest("p5.48xlarge", NODES)],
-                actor=admin.user,
-                # The org's running workload on that allocation, if it has one: its page lists the cluster.
-                workload=Workload.objects.for_org(org)
-                .filter(allocation=allocation, status=Workload.Status.RUNNING)
-                .order_by("pk")
-                .first(),
-            )
-        except ValidationError as error:
-            return f"{org.name}: no demo cluster ({' '.join(error.messages)})"
+            cluster = story_cluster(cluster.allocation)
         if provision(cluster.pk) != "created":
-            return f"{org.name}: the emulator did not create the demo cluster; see its page."
-        self.report(cluster, index)
-        return f"{org.name}: demo cluster {cluster.pk} with {NODES} nodes, jobs, GPU readings and an nccl-tests run."
+            return f"{org.name}: the emulator did not create {cluster.name}; see its page."
+        if index is not None:
+            self.report(cluster, index)
+        workers = ClusterNode.objects.for_org(org).filter(
+            cluster=cluster, gone_at=None, instance_type=cluster.allocation.pool.instance_type.api_name
+        )
+        return f"{org.name}: {cluster.name} (cluster {cluster.pk}) in the emulator with {workers.count()} workers."
 
     def alive(self, cluster: Cluster) -> bool:
         try:
@@ -93,15 +84,19 @@ class Command(BaseCommand):
             return False
 
     def retire(self, cluster: Cluster) -> None:
-        message = "Demo: the emulator restarted empty; a new demo cluster replaces this one."
+        message = "Demo: the emulator restarted empty; a new cluster of the same size replaces this one."
         transition(cluster_id=cluster.pk, to=Cluster.Status.DELETING, message=message)
         if transition(cluster_id=cluster.pk, to=Cluster.Status.DELETED, message=message):
             close_nodes(cluster, timezone.now())
 
     def report(self, cluster: Cluster, index: int) -> None:
         """What the head node's reporter would post: the node map, sacct, an nccl-tests log, each node's GPUs."""
-        workers = ClusterNode.objects.for_org(cluster.organization).filter(cluster=cluster, instance_type="p5.48xlarge")
+        workers = ClusterNode.objects.for_org(cluster.organization).filter(
+            cluster=cluster, instance_type="p5.48xlarge", gone_at=None
+        )
         nodes = list(workers.order_by("pk"))
+        if len(nodes) < 3:
+            return
         hosts = [f"ip-10-{cluster.organization_id % 250}-0-{n + 1}" for n in range(len(nodes))]
         for node, host in zip(nodes, hosts, strict=True):
             ClusterNode.objects.filter(pk=node.pk).update(hostname=host)

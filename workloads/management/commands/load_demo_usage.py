@@ -1,7 +1,12 @@
-"""Demo usage on top of `load_demo`: node runs for the weeks of the program so far — most organizations busy, one
-idle, one ramping up —, the jobs their reporters posted (busy accelerator-hours), a negotiated P5 rate from the
+"""Demo usage on top of `load_demo`: each organization's story over the weeks of the program so far — most busy,
+one idle, one ramping up late, one still running after its allocation ended —, told by one cluster per
+organization: its node runs, the jobs its reporter posted (busy accelerator-hours), a negotiated P5 rate from the
 program's fourth week, what AWS billed, and the rollups.
-Idempotent; refuses to run in production. Live emulator clusters add to it as they run."""
+
+The cluster is the organization's live one: `load_demo_telemetry` brings it up in the emulator once that is
+running, with as many nodes as the story says run now, and the poller carries the history on from there. The
+history's last runs end when this command runs; from then on the live nodes count.
+Idempotent; refuses to run in production."""
 
 from __future__ import annotations
 
@@ -16,16 +21,84 @@ from django.utils import timezone
 
 from portal.periods import day_start
 from tenants.models import Allocation, InstanceType, Program
-from workloads.clusters.models import Cluster, ClusterNode
+from workloads.clusters.models import Cluster, ClusterInstanceGroup, ClusterNode, OrgCloudSettings
+from workloads.clusters.services import CONTROLLER_TYPES, cloud_name_for, worker_group_name
 from workloads.jobs.models import Job
 from workloads.usage import rollups
 from workloads.usage.definitions import cost_micro_usd, split_by_day
 from workloads.usage.models import BilledCost, NodeInterval, RateCardEntry
 from workloads.usage.rates import load_rates
 
-# How much of its allocation each demo organization runs (by its position in load_demo's list).
+# How much of its allocation each demo organization runs (by its position in load_demo's list): in its history and
+# in the emulator now (that share of the allocation's instances, at least one).
 PROFILES = [0.92, 0.85, 0.12, 0.78, 0.66, 0.9, 0.55, 0.81, 0.7, 0.88, 0.6, 0.75]
 RAMP_UP = {3: 14}  # Aozora Robotics starts two weeks late
+# Minato Finance Models (load_demo ends its allocation early) keeps its cluster running after the allocation's end:
+# what it runs from then on is over-allocation.
+OVER_RUN = {6}
+
+
+def story_cluster_name(api_name: str) -> str:
+    """The organization's one demo cluster: p5-pretrain, trn1-pretrain."""
+    return f"{api_name.split('.')[0]}-pretrain"
+
+
+def live_nodes(allocation: Allocation) -> int:
+    """How many instances the organization's live cluster runs, as its story says."""
+    index = story_index(allocation.organization)
+    return max(1, round(allocation.instance_count * PROFILES[index % len(PROFILES)]))
+
+
+def story_index(org) -> int:
+    """The organization's place in load_demo's list (its primary key order)."""
+    ids = list(
+        Allocation.objects.filter(pool__program__slug="fm-program-demo", request__isnull=False)
+        .values_list("organization_id", flat=True)
+        .distinct()
+        .order_by("organization_id")
+    )
+    return ids.index(org.pk) if org.pk in ids else 0
+
+
+def story_cluster(allocation: Allocation) -> Cluster:
+    """The organization's demo cluster on the allocation, made as the cluster form makes one (requested, its worker
+    group sized by the story, HyperPod's controller), for `load_demo_telemetry` to bring up in the emulator."""
+    org = allocation.organization
+    api_name = allocation.pool.instance_type.api_name
+    name = story_cluster_name(api_name)
+    existing = Cluster.objects.for_org(org).live().filter(name=name).first()
+    if existing is not None:
+        return existing
+    cloud = OrgCloudSettings.objects.for_org(org).first()
+    cluster = Cluster.objects.create(
+        organization=org,
+        allocation=allocation,
+        name=name,
+        kind=Cluster.Kind.HYPERPOD_SLURM,
+        region=allocation.pool.region,
+        status=Cluster.Status.REQUESTED,
+        lifecycle_s3_uri=cloud.lifecycle_s3_uri if cloud else "",
+        execution_role_arn=cloud.execution_role_arn if cloud else "",
+        subnet_ids=list(cloud.subnet_ids) if cloud else [],
+        security_group_ids=list(cloud.security_group_ids) if cloud else [],
+        ssh_key_name=cloud.ssh_key_name if cloud else "",
+    )
+    cluster.cloud_name = cloud_name_for(cluster_id=cluster.pk, name=name, attempt=1)
+    cluster.save(update_fields=["cloud_name"])
+    controller_group, controller_type = CONTROLLER_TYPES[Cluster.Kind.HYPERPOD_SLURM]
+    ClusterInstanceGroup.objects.bulk_create(
+        [
+            ClusterInstanceGroup(organization=org, cluster=cluster, name=controller_group,
+                                 instance_type=controller_type, role=ClusterInstanceGroup.Role.CONTROLLER,
+                                 instance_count=1),
+            ClusterInstanceGroup(organization=org, cluster=cluster, name=worker_group_name(api_name),
+                                 instance_type=api_name, role=ClusterInstanceGroup.Role.WORKER,
+                                 instance_count=live_nodes(allocation)),
+        ]
+    )  # fmt: skip
+    return cluster
+
+
 RUN_HOURS = 30  # a node runs about this long between restarts
 USERS = ["aiko", "kenji", "mei", "ryo", "sora"]
 
@@ -48,11 +121,10 @@ class Command(BaseCommand):
         allocations = Allocation.objects.filter(pool__program=program, request__isnull=False).select_related(
             "organization", "pool__instance_type"
         )
-        orgs = list(allocations.values_list("organization_id", flat=True).distinct().order_by("organization__name"))
         for allocation in allocations.order_by("pk"):
-            org = allocation.organization
-            index = sorted(orgs).index(org.pk) if org.pk in orgs else 0
-            runs += self._runs(allocation, PROFILES[index % len(PROFILES)], RAMP_UP.get(index, 0), now)
+            index = story_index(allocation.organization)
+            profile = PROFILES[index % len(PROFILES)]
+            runs += self._runs(allocation, profile, RAMP_UP.get(index, 0), now, index in OVER_RUN)
         p5 = InstanceType.objects.get(api_name="p5.48xlarge")
         RateCardEntry.objects.get_or_create(
             instance_type=p5,
@@ -68,24 +140,14 @@ class Command(BaseCommand):
             f"Demo usage: {runs} node runs, {billed} billed-cost rows, {days} organization-days rolled up."
         )
 
-    def _runs(self, allocation: Allocation, target: float, late_days: int, now) -> int:
-        """Each instance of the allocation alternates runs (about RUN_HOURS) and gaps sized to hit `target`."""
+    def _runs(self, allocation: Allocation, target: float, late_days: int, now, over_run: bool) -> int:
+        """Each instance of the allocation alternates runs (about RUN_HOURS) and gaps sized to hit `target`, on the
+        organization's cluster, up to now (or the allocation's end, unless the story runs beyond it). Every run is
+        closed: from now on the cluster's live nodes in the emulator count."""
         rng = random.Random(f"{allocation.organization.slug}-{allocation.pk}")  # noqa: S311 - demo data
-        cluster, _created = Cluster.objects.get_or_create(
-            organization=allocation.organization,
-            name=f"{allocation.pool.instance_type.api_name.split('.')[0]}-pretrain-v1",
-            defaults={
-                "allocation": allocation,
-                "region": allocation.pool.region,
-                "status": Cluster.Status.DELETED,
-                "status_message": "Demo history: replaced by the live demo clusters.",
-                "cloud_name": f"fmp-demo-{allocation.pk}",
-            },
-        )
-        start, end = (
-            day_start(allocation.starts_on) + timedelta(days=late_days),
-            min(now, day_start(allocation.ends_on)),
-        )
+        cluster = story_cluster(allocation)
+        start = day_start(allocation.starts_on) + timedelta(days=late_days)
+        end = now if over_run else min(now, day_start(allocation.ends_on + timedelta(days=1)))
         gap_hours = RUN_HOURS * (1 - target) / target
         rows = []
         for slot in range(allocation.instance_count):
@@ -102,7 +164,7 @@ class Command(BaseCommand):
                         instance_type=allocation.pool.instance_type.api_name,
                         region=allocation.pool.region,
                         started_at=moment,
-                        ended_at=finish if finish < end else None,
+                        ended_at=finish,
                         last_seen_at=finish,
                     )
                 )

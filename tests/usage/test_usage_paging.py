@@ -1,0 +1,73 @@
+"""The program usage page with many organizations: the ones needing attention first, the rest paged; the heatmap
+and the cost chart draw the page's organizations and one row for all the others."""
+
+import re
+from datetime import date
+
+import pytest
+import time_machine
+from django.db.models import Sum
+
+from tenants.models import Allocation
+from tests.factories import OrganizationFactory
+from tests.usage.conftest import allocate, jst, run
+from workloads.usage import rollups
+from workloads.usage.models import UsageDay
+
+NOW = jst(2027, 3, 17, 9)
+ORGS = 45
+
+
+@pytest.fixture(autouse=True)
+def on_wednesday():
+    with time_machine.travel(NOW, tick=False):
+        yield
+
+
+@pytest.fixture
+def many(program, p5):
+    """45 organizations with 1 P5 each from March 1st; every ninth runs nothing (idle)."""
+    for n in range(ORGS):
+        org = OrganizationFactory(name=f"Org {n:03d}", slug=f"org-{n:03d}")
+        allocate(org, p5, 1, date(2027, 3, 1), date(2027, 6, 30), status=Allocation.Status.ACTIVE)
+        if n % 9:
+            run(org, "p5.48xlarge", jst(2027, 3, 1 + n % 7), last_seen=NOW, instance=f"i-{n}")
+    rollups.mark_everything()
+    rollups.roll_up()
+
+
+def rows_of(html: str) -> list[str]:
+    table = html.split('id="org-usage"')[1].split("</tbody>")[0]
+    return re.findall(r'href="/orgs/[^/]+/usage/\?[^"]*">([^<]+)</a>', table)
+
+
+@pytest.mark.django_db
+def test_idle_organizations_come_first_and_the_rest_is_paged(manager_client, many):
+    response = manager_client.get("/program/usage/?period=2027-W10")
+    assert response.status_code == 200
+    first = rows_of(response.text)
+    assert len(first) == 20
+    idle = [f"Org {n:03d}" for n in range(0, ORGS, 9)]
+    assert first[: len(idle)] == idle  # the five idle ones head the table
+    assert "Page 1 of 3 (45 in all)" in response.text
+    last = rows_of(manager_client.get("/program/usage/?period=2027-W10&page=3").text)
+    assert len(last) == 5
+    seen = set(first) | set(rows_of(manager_client.get("/program/usage/?period=2027-W10&page=2").text)) | set(last)
+    assert len(seen) == ORGS  # every organization on exactly one page
+
+
+@pytest.mark.django_db
+def test_the_heatmap_draws_the_page_and_the_others_in_one_row(manager_client, many):
+    html = manager_client.get("/program/usage/?period=2027-W10").text
+    heatmap = html.split('class="chart heatmap"')[1].split("</svg>")[0]
+    labels = re.findall(r'class="tick row-label"[^>]*>([^<]+)</text>', heatmap)
+    assert len(labels) == 21 and labels[-1] == "Other organizations (25)"
+    # The others' cell for W10: the program's running hours less the 20 organizations drawn.
+    shown = rows_of(html)
+    week = UsageDay.objects.filter(day__gte=date(2027, 3, 8), day__lte=date(2027, 3, 14))
+    others = week.exclude(organization__name__in=shown).aggregate(r=Sum("running_microseconds"))["r"]
+    assert "Other organizations (25) · 2027-W10: " in heatmap
+    cell = re.search(r"Other organizations \(25\) · 2027-W10: [^(]*\(([\d,]+) of", heatmap).group(1)
+    assert cell == f"{others / 3_600_000_000:,.0f}"
+    bars = html.split("Cost to date per organization")[1]
+    assert "Other organizations (25)" in bars

@@ -1,0 +1,295 @@
+"""The program's week at a glance (the landing page, `/program/`): for the last closed week and this week so far,
+utilization and cost by organization with the ones needing attention first, over-allocation, billed gaps on
+settled days, open S1/S2 cases, incidents, silent reporters, allocations ending or projected to end under-used,
+and requests waiting for review.
+
+Every part is a fixed number of queries whatever the number of organizations, allocations or days: sums are
+grouped in the database, lists are cut to a few rows with a count of the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from decimal import Decimal
+
+from django.db.models import Case, Count, F, FloatField, Max, Q, Sum, Value, When
+from django.db.models.functions import Cast, Greatest
+
+from tenants.access import visible_organizations
+from tenants.models import Allocation, CapacityRequest, Organization, Program
+from workloads.clusters.models import Cluster
+from workloads.health.models import HealthEvent
+from workloads.support.models import SupportCase
+from workloads.usage.models import BilledCost, UsageDay
+from workloads.usage.periods import Period
+from workloads.usage.reports import AllocationUse, BilledCheck, Figures, allocation_use
+
+SHOWN = 12  # organizations listed per week; the rest are on the usage page, in the same order
+LISTED = 6  # cases, incidents, allocations, requests listed before "and N more"
+ENDING_DAYS = 14
+PROJECTED_CANDIDATES = LISTED  # projected exactly (allocation_use loops over their days), the least used first
+
+
+@dataclass
+class OrgWeek:
+    """One organization's week: its figures, idle and over-allocation per pool and day (neither netted against the
+    other), and billed against computed cost over the days Cost Explorer has settled."""
+
+    organization_id: int
+    figures: Figures
+    idle_cost: int = 0  # micro-USD: per pool and day max(allocated − running, 0), summed
+    over: int = 0  # instance-microseconds run beyond the allocation, per pool and day, summed
+    over_cost: int = 0  # micro-USD
+    billed: BilledCheck | None = None
+    idle: bool = False
+    organization: Organization | None = None
+
+
+@dataclass
+class WeekGlance:
+    period: Period
+    rows: list[OrgWeek]  # the SHOWN needing attention most
+    total: Figures
+    idle_cost: int
+    organizations: int  # how many have usage rows in the week
+    idle: int
+    over: int  # instance-microseconds, all organizations
+    over_cost: int
+    over_orgs: int
+    billed_off: int  # organizations whose billed cost differs over the settled days
+    settled_through: date | None  # the last day Cost Explorer has billed in the week
+
+    @property
+    def more(self) -> int:
+        return max(self.organizations - len(self.rows), 0)
+
+
+def _positive(expression):
+    return Greatest(expression, Value(0))
+
+
+def per_org_week(rows, *, settled: date | None, threshold: Decimal):
+    """The week's rows grouped per organization, with idle and over-allocation per pool and day, the computed
+    cost of the settled days and the flags the page orders by — in the database, so ranking 2,000 organizations
+    returns a dozen rows and counting them one row."""
+    grouped = rows.values("organization_id").annotate(
+        allocated=Sum("allocated_microseconds"),
+        running=Sum("running_microseconds"),
+        allocated_cost=Sum("allocated_cost_micro_usd"),
+        running_cost=Sum("running_cost_micro_usd"),
+        idle_cost=Sum(_positive(F("allocated_cost_micro_usd") - F("running_cost_micro_usd"))),
+        over=Sum(_positive(F("running_microseconds") - F("allocated_microseconds"))),
+        over_cost=Sum(_positive(F("running_cost_micro_usd") - F("allocated_cost_micro_usd"))),
+    )
+    return grouped.annotate(
+        ratio=Case(
+            When(allocated__gt=0, then=Cast("running", FloatField()) / Cast("allocated", FloatField())),
+            default=Value(None),
+            output_field=FloatField(),
+        ),
+        is_idle=Case(When(ratio__lt=float(threshold), then=Value(1)), default=Value(0)),
+        is_over=Case(When(over__gt=0, then=Value(1)), default=Value(0)),
+    )
+
+
+def week_glance(*, period: Period, usage_rows, billed_rows, threshold: Decimal) -> WeekGlance:
+    """The week in five queries whatever the number of organizations: the last billed day, the SHOWN needing
+    attention most (idle first, then over-running, then the least used), billed and computed cost per organization over
+    the settled days, and the totals and counts over every organization."""
+    # order_by(): no Meta ordering (by the organization's name, a join) in a grouped read
+    rows = usage_rows.filter(day__gte=period.first, day__lte=period.last).order_by()
+    billed_in_week = billed_rows.filter(day__gte=period.first, day__lte=period.last).order_by()
+    settled = billed_in_week.aggregate(last=Max("day"))["last"]
+    grouped = per_org_week(rows, settled=settled, threshold=threshold)
+    top = list(
+        grouped.order_by(
+            F("is_idle").desc(),
+            F("is_over").desc(),
+            F("ratio").asc(nulls_last=True),
+            F("over_cost").desc(),
+            "organization_id",
+        )[:SHOWN]
+    )
+    # Billed against computed over the settled days: two narrow grouped reads (organization, sum), compared here.
+    billed, computed = {}, {}
+    if settled:
+        billed = dict(
+            billed_in_week.filter(day__lte=settled)
+            .values("organization_id")
+            .annotate(total=Sum("cost_micro_usd"))
+            .values_list("organization_id", "total")
+        )
+        computed = dict(
+            rows.filter(day__lte=settled)
+            .values("organization_id")
+            .annotate(total=Sum("running_cost_micro_usd"))
+            .values_list("organization_id", "total")
+        )
+    checks = {org_id: BilledCheck(total, computed.get(org_id) or 0) for org_id, total in billed.items()}
+    shown = [
+        OrgWeek(
+            row["organization_id"],
+            Figures(
+                allocated=row["allocated"] or 0,
+                running=row["running"] or 0,
+                allocated_cost=row["allocated_cost"] or 0,
+                running_cost=row["running_cost"] or 0,
+            ),
+            idle_cost=row["idle_cost"] or 0,
+            over=row["over"] or 0,
+            over_cost=row["over_cost"] or 0,
+            billed=checks.get(row["organization_id"]),
+            idle=bool(row["is_idle"]),
+        )
+        for row in top
+    ]
+    counts = grouped.aggregate(  # named apart from the annotations they sum
+        all_organizations=Count("organization_id"),
+        all_idle=Sum("is_idle"),
+        all_over_orgs=Sum("is_over"),
+        all_allocated=Sum("allocated"),
+        all_running=Sum("running"),
+        all_allocated_cost=Sum("allocated_cost"),
+        all_running_cost=Sum("running_cost"),
+        all_idle_cost=Sum("idle_cost"),
+        all_over=Sum("over"),
+        all_over_cost=Sum("over_cost"),
+    )
+    return WeekGlance(
+        period=period,
+        rows=shown,
+        total=Figures(
+            allocated=counts["all_allocated"] or 0,
+            running=counts["all_running"] or 0,
+            allocated_cost=counts["all_allocated_cost"] or 0,
+            running_cost=counts["all_running_cost"] or 0,
+        ),
+        idle_cost=counts["all_idle_cost"] or 0,
+        organizations=counts["all_organizations"] or 0,
+        idle=counts["all_idle"] or 0,
+        over=counts["all_over"] or 0,
+        over_cost=counts["all_over_cost"] or 0,
+        over_orgs=counts["all_over_orgs"] or 0,
+        billed_off=sum(1 for check in checks.values() if check.off),
+        settled_through=settled,
+    )
+
+
+def name_rows(weeks: list[WeekGlance], organizations) -> None:
+    """Put the organization on the rows shown, in one query for every week."""
+    ids = {row.organization_id for week in weeks for row in week.rows}
+    found = organizations.only("name", "slug").in_bulk(ids)
+    for week in weeks:
+        week.rows = [row for row in week.rows if row.organization_id in found]
+        for row in week.rows:
+            row.organization = found[row.organization_id]
+
+
+@dataclass
+class Listing:
+    """A few rows of something and how many there are in all."""
+
+    items: list
+    count: int
+
+    @property
+    def more(self) -> int:
+        return max(self.count - len(self.items), 0)
+
+
+def listing(queryset, limit: int = LISTED) -> Listing:
+    """Two queries, however many there are (a count only when the list overflows would make the page's query
+    count depend on the data)."""
+    return Listing(list(queryset[:limit]), queryset.count())
+
+
+@dataclass
+class Glance:
+    program: Program | None
+    weeks: list[WeekGlance]
+    cases: Listing
+    incidents: Listing
+    suspect: Listing
+    silent: Listing
+    ending: Listing
+    underused: list[AllocationUse] = field(default_factory=list)
+    requests: Listing = field(default_factory=lambda: Listing([], 0))
+    threshold: Decimal = Decimal("0.5")
+
+
+def underused_allocations(allocations, usage_rows, *, today: date, threshold: Decimal, as_of) -> list[AllocationUse]:
+    """Active allocations projected, at the last 7 days' rate, to end with less than `threshold` of their
+    instance-hours used. The candidates are those whose pool ran under the threshold over the last 7 days (one
+    grouped query); the projection itself is allocation_use's, for at most PROJECTED_CANDIDATES of them."""
+    active = allocations.filter(status=Allocation.Status.ACTIVE, starts_on__lte=today, ends_on__gt=today)
+    recent = (
+        usage_rows.filter(day__gte=today - timedelta(days=6), day__lte=today)
+        .values("organization_id", "pool_id")
+        .annotate(allocated=Sum("allocated_microseconds"), running=Sum("running_microseconds"))
+    )
+    ratios = {
+        (r["organization_id"], r["pool_id"]): Decimal(r["running"] or 0) / r["allocated"]
+        for r in recent
+        if r["allocated"]
+    }
+    low = sorted((ratio, pair) for pair, ratio in ratios.items() if ratio < threshold)[:PROJECTED_CANDIDATES]
+    if not low:
+        return []
+    pairs = Q()
+    for _ratio, (org_id, pool_id) in low:
+        pairs |= Q(organization_id=org_id, pool_id=pool_id)
+    candidates = list(active.filter(pairs).select_related("organization", "pool__instance_type"))
+    uses = allocation_use(candidates, as_of=as_of).values()
+    found = [u for u in uses if u.projected_share is not None and u.projected_share < threshold]
+    return sorted(found, key=lambda u: u.projected_share)[:LISTED]
+
+
+def glance(*, user, program: Program | None, weeks: list[Period], today: date, as_of) -> Glance:
+    """Everything the landing page shows, in a bounded number of queries."""
+    threshold = program.idle_threshold if program else Decimal("0.5")
+    usage_rows = UsageDay.objects.visible_to(user)
+    billed_rows = BilledCost.objects.visible_to(user)
+    week_glances = [
+        week_glance(period=p, usage_rows=usage_rows, billed_rows=billed_rows, threshold=threshold) for p in weeks
+    ]
+    name_rows(week_glances, visible_organizations(user))
+    cases = (
+        SupportCase.objects.visible_to(user)
+        .filter(status__in=SupportCase.ACTIVE_STATUSES, severity__in=[SupportCase.Severity.S1, SupportCase.Severity.S2])
+        .select_related("organization")
+        .order_by("severity", "created_at", "pk")
+    )
+    incidents = (
+        HealthEvent.objects.visible_to(user)
+        .filter(resolved_at=None, severity=HealthEvent.Severity.CRITICAL)
+        .select_related("organization", "cluster", "case")
+        .order_by("observed_at", "pk")
+    )
+    live = Cluster.objects.visible_to(user).exclude(status=Cluster.Status.DELETED).select_related("organization")
+    allocations = Allocation.objects.visible_to(user)
+    ending = (
+        allocations.filter(
+            status=Allocation.Status.ACTIVE, ends_on__gte=today, ends_on__lte=today + timedelta(days=ENDING_DAYS)
+        )
+        .select_related("organization", "pool__instance_type")
+        .order_by("ends_on", "pk")
+    )
+    requests = (
+        CapacityRequest.objects.visible_to(user)
+        .filter(status=CapacityRequest.Status.SUBMITTED)
+        .select_related("organization", "pool__instance_type")
+        .order_by("submitted_at", "pk")
+    )
+    return Glance(
+        program=program,
+        weeks=week_glances,
+        cases=listing(cases),
+        incidents=listing(incidents),
+        suspect=listing(live.exclude(interconnect_suspect_since=None).order_by("interconnect_suspect_since", "pk")),
+        silent=listing(live.exclude(reporter_silent_since=None).order_by("reporter_silent_since", "pk")),
+        ending=listing(ending),
+        underused=underused_allocations(allocations, usage_rows, today=today, threshold=threshold, as_of=as_of),
+        requests=listing(requests),
+        threshold=threshold,
+    )
