@@ -13,17 +13,25 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from decimal import Decimal
 
-from django.db.models import Case, Count, F, FloatField, Max, Q, Sum, Value, When
-from django.db.models.functions import Cast, Greatest
+from django.db.models import Case, Count, F, FloatField, Q, Sum, Value, When
+from django.db.models.functions import Cast
 
 from tenants.access import visible_organizations
 from tenants.models import Allocation, CapacityRequest, Organization, Program
 from workloads.clusters.models import Cluster
 from workloads.health.models import HealthEvent
 from workloads.support.models import SupportCase
+from workloads.usage.definitions import ROW_SUMS
 from workloads.usage.models import BilledCost, UsageDay
 from workloads.usage.periods import Period
-from workloads.usage.reports import AllocationUse, BilledCheck, Figures, allocation_use
+from workloads.usage.reports import (
+    AllocationUse,
+    BilledCheck,
+    Figures,
+    allocation_use,
+    billed_against_computed,
+    billed_settled_through,
+)
 
 SHOWN = 12  # organizations listed per week; the rest are on the usage page, in the same order
 LISTED = 6  # cases, incidents, allocations, requests listed before "and N more"
@@ -65,22 +73,18 @@ class WeekGlance:
         return max(self.organizations - len(self.rows), 0)
 
 
-def _positive(expression):
-    return Greatest(expression, Value(0))
-
-
-def per_org_week(rows, *, settled: date | None, threshold: Decimal):
-    """The week's rows grouped per organization, with idle and over-allocation per pool and day, the computed
-    cost of the settled days and the flags the page orders by — in the database, so ranking 2,000 organizations
-    returns a dozen rows and counting them one row."""
+def per_org_week(rows, *, threshold: Decimal):
+    """The week's rows grouped per organization through the usage definitions (ROW_SUMS: idle and over-allocation
+    per pool and day, floored, then summed; neither netted against the other), with the flags the page orders by —
+    in the database, so ranking 2,000 organizations returns a dozen rows and counting them one row."""
     grouped = rows.values("organization_id").annotate(
-        allocated=Sum("allocated_microseconds"),
-        running=Sum("running_microseconds"),
-        allocated_cost=Sum("allocated_cost_micro_usd"),
-        running_cost=Sum("running_cost_micro_usd"),
-        idle_cost=Sum(_positive(F("allocated_cost_micro_usd") - F("running_cost_micro_usd"))),
-        over=Sum(_positive(F("running_microseconds") - F("allocated_microseconds"))),
-        over_cost=Sum(_positive(F("running_cost_micro_usd") - F("allocated_cost_micro_usd"))),
+        allocated=ROW_SUMS["allocated"],
+        running=ROW_SUMS["running"],
+        allocated_cost=ROW_SUMS["allocated_cost"],
+        running_cost=ROW_SUMS["running_cost"],
+        idle_cost=ROW_SUMS["idle_cost"],
+        over=ROW_SUMS["over_allocation"],
+        over_cost=ROW_SUMS["over_allocation_cost"],
     )
     return grouped.annotate(
         ratio=Case(
@@ -99,9 +103,8 @@ def week_glance(*, period: Period, usage_rows, billed_rows, threshold: Decimal) 
     the settled days, and the totals and counts over every organization."""
     # order_by(): no Meta ordering (by the organization's name, a join) in a grouped read
     rows = usage_rows.filter(day__gte=period.first, day__lte=period.last).order_by()
-    billed_in_week = billed_rows.filter(day__gte=period.first, day__lte=period.last).order_by()
-    settled = billed_in_week.aggregate(last=Max("day"))["last"]
-    grouped = per_org_week(rows, settled=settled, threshold=threshold)
+    settled = billed_settled_through(period)  # one day for the program: the usage pages' own
+    grouped = per_org_week(rows, threshold=threshold)
     top = list(
         grouped.order_by(
             F("is_idle").desc(),
@@ -111,22 +114,13 @@ def week_glance(*, period: Period, usage_rows, billed_rows, threshold: Decimal) 
             "organization_id",
         )[:SHOWN]
     )
-    # Billed against computed over the settled days: two narrow grouped reads (organization, sum), compared here.
-    billed, computed = {}, {}
-    if settled:
-        billed = dict(
-            billed_in_week.filter(day__lte=settled)
-            .values("organization_id")
-            .annotate(total=Sum("cost_micro_usd"))
-            .values_list("organization_id", "total")
-        )
-        computed = dict(
-            rows.filter(day__lte=settled)
-            .values("organization_id")
-            .annotate(total=Sum("running_cost_micro_usd"))
-            .values_list("organization_id", "total")
-        )
-    checks = {org_id: BilledCheck(total, computed.get(org_id) or 0) for org_id, total in billed.items()}
+    # Billed against computed over the settled days, for every organization (the count of gaps) in two grouped reads.
+    settled_figures = (
+        billed_against_computed(billed_rows=billed_rows, usage_rows=rows, first=period.first, through=settled)
+        if settled
+        else {}
+    )
+    checks = {org_id: BilledCheck(billed, computed, settled) for org_id, (billed, computed) in settled_figures.items()}
     shown = [
         OrgWeek(
             row["organization_id"],

@@ -187,21 +187,34 @@ def billed_settled(*, organization_ids: list[int], period: Period) -> tuple[date
     through = billed_settled_through(period)
     if through is None:
         return None, {}
+    return through, billed_against_computed(
+        billed_rows=BilledCost.objects.filter(organization_id__in=organization_ids),
+        usage_rows=UsageDay.objects.filter(organization_id__in=organization_ids),
+        first=period.first,
+        through=through,
+    )
+
+
+def billed_against_computed(*, billed_rows, usage_rows, first: date, through: date) -> dict[int, tuple[int, int]]:
+    """Per organization of `billed_rows`: (billed, computed running cost) from `first` through the settled day
+    `through`, in micro-USD; two grouped queries, whatever the number of organizations."""
     billed = dict(
-        BilledCost.objects.filter(organization_id__in=organization_ids, day__gte=period.first, day__lte=through)
+        billed_rows.filter(day__gte=first, day__lte=through)
+        .order_by()
         .values("organization_id")
         .annotate(total=Sum("cost_micro_usd"))
         .values_list("organization_id", "total")
     )
     computed = dict(
-        UsageDay.objects.filter(organization_id__in=organization_ids, day__gte=period.first, day__lte=through)
+        usage_rows.filter(day__gte=first, day__lte=through)
+        .order_by()
         .values("organization_id")
         .annotate(total=Sum("running_cost_micro_usd"))
         .values_list("organization_id", "total")
     )
     # An organization with no billed row on the settled days (no linked account, or nothing fetched) has no
     # billed figure at all rather than a -100% gap.
-    return through, {org_id: (total, computed.get(org_id) or 0) for org_id, total in billed.items()}
+    return {org_id: (total, computed.get(org_id) or 0) for org_id, total in billed.items()}
 
 
 def billed_check(organization: Organization, period: Period, figures: Figures) -> BilledCheck:
