@@ -10,6 +10,7 @@ a bounded number of examples per operation: the whole run takes about two minute
 from __future__ import annotations
 
 import logging
+import sys
 from datetime import timedelta
 from decimal import Decimal
 
@@ -86,8 +87,6 @@ class App(WSGIHandler):
             request_finished.connect(close_old_connections)
 
     def keep(self, sender, request=None, **kwargs) -> None:
-        import sys
-
         self.errors.append(sys.exc_info()[1])
 
 
