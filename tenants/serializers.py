@@ -14,11 +14,15 @@ def request_user(context):
     return context["request"].user
 
 
+SLUG_MAX = Organization._meta.get_field("slug").max_length  # a longer slug names no organization: a 400
+
+
 class OrganizationSlugField(serializers.CharField):
     """An organization's slug. Resolved by the view through tenants.access (404 when not yours)."""
 
     def __init__(self, **kwargs):
         kwargs.setdefault("required", False)
+        kwargs.setdefault("max_length", SLUG_MAX)
         kwargs.setdefault(
             "help_text", "Slug of the organization; may be left out when you belong to exactly one (create only)."
         )

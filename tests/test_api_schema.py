@@ -61,3 +61,99 @@ def test_no_field_carries_the_user_forms_help_text():
 def test_every_schema_property_says_what_it_is():
     found = schema_problems()
     assert not found, report(found)
+
+
+# --- What an operation answers (portal.schema): every status code, nullability, bounds ------------------------------
+
+ID_MAX = 2**63 - 1
+
+
+def openapi() -> dict:
+    return SchemaGenerator().get_schema(request=None, public=True)
+
+
+def operations(schema: dict) -> Iterator[tuple[str, dict]]:
+    for path, methods in schema["paths"].items():
+        for method, operation in methods.items():
+            yield f"{method.upper()} {path}", operation
+
+
+def test_every_error_is_documented_with_the_body_the_api_sends():
+    found = []
+    for label, operation in operations(openapi()):
+        responses = operation["responses"]
+        expected = {"401"} if label != "POST /api/v1/auth/token/" else {"400", "429"}
+        if any(p["in"] == "path" for p in operation.get("parameters", [])):
+            expected.add("404")
+        if "requestBody" in operation:
+            expected.add("400")
+        if missing := expected - set(responses):
+            found.append(f"{label}: no {sorted(missing)}")
+        for code, response in responses.items():
+            if code.startswith("4"):
+                body = response.get("content", {}).get("application/json", {}).get("schema", {})
+                want = "#/components/schemas/FieldErrors" if code == "400" else "#/components/schemas/Error"
+                if body.get("$ref") != want:
+                    found.append(f"{label} {code}: body {body}, not {want}")
+    assert not found, "\n".join(found)
+
+
+def test_staff_only_reads_and_ingest_limits_and_idempotent_deletes_say_so():
+    schema = openapi()
+    paths = schema["paths"]
+    assert "403" in paths["/api/v1/review-meetings/"]["get"]["responses"]  # program staff only
+    assert "403" not in paths["/api/v1/workloads/"]["get"]["responses"]  # any member reads
+    ingest = paths["/api/v1/clusters/{id}/jobs/ingest/"]["post"]["responses"]
+    assert {"409", "411", "413"} <= set(ingest) and "415" not in ingest  # the ingest reads any content type
+    assert "400" not in paths["/api/v1/auth/tokens/{id}/"]["delete"]["responses"]  # revoking twice is fine
+    assert "400" in paths["/api/v1/clusters/{id}/"]["delete"]["responses"]  # a cluster already deleting
+    assert "404" in paths["/api/v1/workloads/"]["post"]["responses"]  # an organization slug not yours
+    assert "404" not in paths["/api/v1/capacity-requests/"]["post"]["responses"]  # there it is a 400
+    headers = paths["/api/v1/auth/token/"]["post"]["responses"]["429"]["headers"]
+    assert "Retry-After" in headers
+
+
+def test_recording_a_week_that_has_a_meeting_is_a_documented_200():
+    responses = openapi()["paths"]["/api/v1/review-meetings/"]["post"]["responses"]
+    assert responses["201"]["content"] == responses["200"]["content"]
+
+
+def test_a_field_that_can_be_null_says_so():
+    components = openapi()["components"]["schemas"]
+    nullable = [
+        ("Allocation", "revoked_by"),  # a read-only related field over a nullable foreign key
+        ("Allocation", "request"),
+        ("CapacityRequest", "decided_by"),
+        ("CapacityRequest", "allocation"),
+        ("Organization", "lead_engineer"),
+        ("SupportCase", "time_to_first_response"),  # a method field: said by its declaration
+        ("SupportCaseDetail", "time_to_first_response"),
+    ]
+    assert [(c, f) for c, f in nullable if not components[c]["properties"][f].get("nullable")] == []
+    assert not components["Allocation"]["properties"]["instance_count"].get("nullable")
+
+
+def test_the_documented_bounds_are_the_ones_validation_applies():
+    schema = openapi()
+    components = schema["components"]["schemas"]
+    for component, field in [
+        ("CapacityRequestRequest", "parameter_count"),
+        ("CapacityRequestRequest", "training_tokens"),
+        ("EstimateRequest", "parameter_count"),
+        ("EstimateRequest", "parameters"),  # the deprecated name takes what the new one takes
+        ("EstimateRequest", "tokens"),
+        ("WorkloadRequest", "parameter_count"),
+        ("WorkloadRequest", "training_tokens"),
+        ("PatchedWorkloadDetailRequest", "parameter_count"),
+    ]:
+        assert components[component]["properties"][field]["minimum"] == 1_000_000, (component, field)
+    for component, field in [("ClusterCreateRequest", "allocation"), ("WorkloadRequest", "allocation")]:
+        prop = components[component]["properties"][field]
+        assert (prop["minimum"], prop["maximum"]) == (1, ID_MAX), (component, field)
+    assert components["WorkloadRequest"]["properties"]["organization"]["maxLength"] == 50
+    assert components["CapacityRequestRequest"]["properties"]["instance_type"]["maxLength"] == 40
+    for label, operation in operations(schema):
+        for parameter in operation.get("parameters", []):
+            if parameter["schema"].get("type") == "integer":
+                bounds = (parameter["schema"].get("minimum"), parameter["schema"].get("maximum"))
+                assert bounds == (1, ID_MAX), (label, parameter["name"], bounds)

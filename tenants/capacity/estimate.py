@@ -45,6 +45,11 @@ class CountInUnits:
         ),
     }
 
+    # Declared the way Django's MinValueValidator declares its bound, so the OpenAPI schema reads it as the minimum
+    # (portal.schema); not a subclass, which DRF would swap for its own min_value and lose the message.
+    code = "min_value"
+    limit_value = MIN_COUNT
+
     def __init__(self, unit: str) -> None:
         self.unit = unit
 

@@ -143,9 +143,20 @@ class EstimateSerializer(api.Serializer):
         allow_null=True,
         help_text=EXPECTED_MFU_HELP,
     )
-    parameters = _former("parameters", serializers.IntegerField)
-    tokens = _former("tokens", serializers.IntegerField, allow_null=True)
-    mfu = _former("mfu", serializers.DecimalField, max_digits=4, decimal_places=3, allow_null=True)
+    # The former names take what the new ones take (their values are checked under the new name).
+    parameters = _former("parameters", serializers.IntegerField, max_value=MAX_PARAMETERS, validators=[PARAMETER_COUNT])
+    tokens = _former(
+        "tokens", serializers.IntegerField, allow_null=True, max_value=MAX_TOKENS, validators=[TOKEN_COUNT]
+    )
+    mfu = _former(
+        "mfu",
+        serializers.DecimalField,
+        max_digits=4,
+        decimal_places=3,
+        allow_null=True,
+        min_value=Decimal("0.01"),
+        max_value=Decimal("1"),
+    )
     instance_type = api.SlugRelatedField(
         slug_field="api_name",
         queryset=InstanceType.objects.all(),

@@ -2,20 +2,17 @@
 
 from django.contrib.auth import authenticate
 from django.utils.translation import gettext as _
-from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
-from rest_framework import exceptions, mixins, serializers, status, viewsets
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import exceptions, mixins, status, viewsets
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from portal.schema import errors
 from tenants.logins.lockout import client_address, is_locked_out, lockout_message, seconds_until_unlocked
 from tenants.tokens import services
 from tenants.tokens.models import ApiToken
 from tenants.tokens.serializers import ApiTokenSerializer, IssuedTokenSerializer, NewTokenSerializer
-
-_detail = inline_serializer(
-    "Detail", {"detail": serializers.CharField(help_text="Why the request was refused, and for how long.")}
-)
 
 
 class LockedOut(exceptions.Throttled):
@@ -41,8 +38,7 @@ class ObtainTokenView(APIView):
         responses={
             201: IssuedTokenSerializer,
             400: OpenApiResponse(description="A missing field, or wrong username or password."),
-            429: OpenApiResponse(
-                _detail,
+            429: OpenApiResponse(  # its body, Error, and Retry-After header come from portal.schema
                 description="Too many failed logins for this account or from this address (10 within 15 minutes "
                 "of each other): every login, with the right password too, is refused until Retry-After seconds.",
             ),
@@ -89,6 +85,7 @@ class ApiTokenViewSet(
         return ApiToken.objects.for_user(self.request.user)
 
     @extend_schema(responses={204: None})
+    @errors({400: None})  # revoking twice keeps the first record: never refused
     def destroy(self, request, *args, **kwargs):
         services.revoke_token(token=self.get_object(), by=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -93,7 +93,9 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.De
         cluster = request_delete(cluster=cluster, actor=request.user)
         return Response(self.get_serializer(cluster).data, status=status.HTTP_202_ACCEPTED)
 
-    @extend_schema(summary="The cluster's nodes as last polled", responses=ClusterNodeSerializer(many=True))
+    @extend_schema(
+        summary="The cluster's nodes as last polled", responses=ClusterNodeSerializer(many=True), filters=False
+    )
     @action(detail=True, methods=["get"])
     def nodes(self, request, pk=None, format=None):
         cluster = self.get_object()

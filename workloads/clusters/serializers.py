@@ -7,6 +7,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from portal import serializers as api
+from portal.schema import ID_MAX
+from tenants.serializers import SLUG_MAX
 from workloads.clusters.models import Cluster, ClusterInstanceGroup, ClusterNode, validate_lustre_capacity
 from workloads.clusters.reconcile import stalled_attempt
 
@@ -150,14 +152,18 @@ class ClusterCreateSerializer(api.Serializer):
     """Input only: the allocation and workload ids are resolved inside the caller's organization."""
 
     organization = serializers.SlugField(
-        required=False, help_text="Your organization's slug (optional if you have one)."
+        required=False, max_length=SLUG_MAX, help_text="Your organization's slug (optional if you have one)."
     )
     allocation = serializers.IntegerField(
-        help_text="Id of an active allocation of your organization: the workers count against it."
+        min_value=1,
+        max_value=ID_MAX,
+        help_text="Id of an active allocation of your organization: the workers count against it.",
     )
     workload = serializers.IntegerField(
         required=False,
         allow_null=True,
+        min_value=1,
+        max_value=ID_MAX,
         help_text="Id of a workload of your organization the cluster runs; null or left out for none.",
     )
     name = serializers.RegexField(

@@ -75,6 +75,11 @@ class ClusterIngestView(APIView):
     parser_classes = []  # the body is read here, within MAX_BYTES, never by a parser
     model = Cluster  # tests/test_tenant_gate.py: the id in the path names a cluster
     serializer_class = None
+    error_responses = {  # the schema's answers beside the API's usual ones (portal.schema)
+        409: "The cluster takes no reports: it is requested, failed, deleted or otherwise without nodes.",
+        411: "The body was sent chunked: send it with a Content-Length.",
+        413: f"The body is over {MAX_BYTES // 2**20} MB: nothing of it is read.",
+    }
 
     def post(self, request, pk: int, format=None):
         cluster = self.cluster(request, pk)

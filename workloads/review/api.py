@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import Prefetch
 from django.utils.translation import gettext as _
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import BasePermission, IsAuthenticated
@@ -25,7 +25,15 @@ class IsProgramStaff(BasePermission):
 
 
 @extend_schema_view(
-    create=extend_schema(summary="Record the meeting of an ISO week (updates it if it exists)"),
+    create=extend_schema(
+        summary="Record the meeting of an ISO week (updates it if it exists)",
+        responses={
+            201: OpenApiResponse(ReviewMeetingSerializer, description="The week had no meeting: it is recorded."),
+            200: OpenApiResponse(
+                ReviewMeetingSerializer, description="The week had a meeting: the fields sent are changed."
+            ),
+        },
+    ),
 )
 class ReviewMeetingViewSet(
     mixins.ListModelMixin,

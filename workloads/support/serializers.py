@@ -167,7 +167,7 @@ class SupportCaseSerializer(api.ModelSerializer):
             self.fields["workload"].queryset = Workload.objects.visible_to(request_user(self.context))
             self.fields["cluster"].queryset = Cluster.objects.visible_to(request_user(self.context))
 
-    @extend_schema_field(OpenApiTypes.INT)
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
     def get_time_to_first_response(self, case: SupportCase) -> int | None:
         if case.first_response_at is None:
             return None

@@ -13,6 +13,7 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
+from portal.schema import errors
 from tenants.access import visible_organizations
 from tenants.api import TenantScopedViewSet
 from workloads.usage.definitions import ROW_SUMS, usd, utilization
@@ -181,6 +182,7 @@ class RateCardViewSet(
         entry = add_rate(user=request.user, **serializer.validated_data)
         return Response(self.get_serializer(entry).data, status=status.HTTP_201_CREATED)
 
+    @errors({400: None})  # any entry may go: the days it covered are priced again
     def destroy(self, request, *args, **kwargs):
         remove_rate(user=request.user, entry=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -11,6 +11,7 @@ from portal import serializers as api
 from portal.periods import today
 from tenants.cycle import IN_CYCLE
 from tenants.models import InstanceType, Region
+from tenants.serializers import SLUG_MAX
 from workloads.usage.models import RateCardEntry
 from workloads.usage.periods import MAX_DAYS
 
@@ -21,7 +22,9 @@ class UsageQuerySerializer(serializers.Serializer):
     """Query parameters of the usage list. A tenant names only its own organization (another's slug is
     answered like one that does not exist)."""
 
-    organization = serializers.SlugField(required=False, help_text="Slug of an organization you can see.")
+    organization = serializers.SlugField(
+        required=False, max_length=SLUG_MAX, help_text="Slug of an organization you can see."
+    )
     instance_type = api.SlugRelatedField(
         slug_field="api_name", queryset=InstanceType.objects.all(), required=False, help_text="e.g. p5.48xlarge"
     )
