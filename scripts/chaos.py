@@ -57,6 +57,7 @@ SETTLE_GOAL_SECONDS = 180
 # provisioning against the emulator takes seconds and a deletion is confirmed by the next poll (every 60 s).
 LATE_AFTER_SECONDS = 150
 IN_FLIGHT = ("requested", "provisioning", "deleting")
+PROVISIONING = ("requested", "provisioning")
 LIVE = (*IN_FLIGHT, "in_service", "degraded")
 
 
@@ -974,7 +975,7 @@ class Run:
             ("overcommitted pool-days", figures["overcommitted_pool_days"], 0),
             ("5xx other than 503", other_5xx, 0),
             # Item 8 of issue 22: a worker killed mid-provision, every cluster in service within 3 minutes.
-            ("longest a cluster was in flight (seconds)", figures["slowest_seconds"], SETTLE_GOAL_SECONDS),
+            ("longest a cluster took to provision (seconds)", figures["slowest_seconds"], SETTLE_GOAL_SECONDS),
         ]
         missed = []
         print()
@@ -994,6 +995,7 @@ class Run:
         print(f"{'  (writes answered 2xx)':52}{len(self.ledger.writes):>10}")
         print(f"{'  (pool-days where the ledger differs: --check)':52}{figures['ledger_differences']:>10}")
         print(f"{'  (503 answers)':52}{answered_503:>10}")
+        print(f"{'  (longest deletion, seconds: waits out AWS faults)':52}{figures['slowest_deletion_seconds']:>10}")
         if settled is None:
             missed.append("settled within 3 minutes of the last fault")
             ceiling = time.monotonic() - last_fault_end
@@ -1033,7 +1035,8 @@ class Run:
                 print(f"  {n:>4} × {status} {route}: {why}")
         for label, key in (
             ("Stuck clusters", "stuck_rows"),
-            ("The cluster longest in flight (UTC)", "slowest"),
+            ("The cluster longest to provision (UTC)", "slowest"),
+            ("The cluster longest deleting (UTC)", "slowest_deletion"),
             ("Lost writes", "lost"),
             ("Duplicate cloud clusters", "duplicate_names"),
             ("Orphaned cloud clusters", "orphan_names"),
@@ -1074,13 +1077,14 @@ class Run:
             shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def longest_in_flight(events, *, now) -> tuple[float, int | None]:
-    """The longest time one cluster spent requested, provisioning or deleting in a row (seconds), and which; an
-    episode still open counts until `now`. `events`: (cluster id, status it moved to, when), in time order."""
+def longest_in_flight(events, *, now, statuses=IN_FLIGHT) -> tuple[float, int | None]:
+    """The longest time one cluster spent in `statuses` (by default requested, provisioning or deleting) in a row
+    (seconds), and which; an episode still open counts until `now`. `events`: (cluster id, status it moved to,
+    when), in time order."""
     since: dict[int, object] = {}
     longest: tuple[float, int | None] = (0.0, None)
     for cluster_id, status, at in [*events, *((pk, "(now)", now) for pk in {e[0] for e in events})]:
-        if status in IN_FLIGHT:
+        if status in statuses:
             since.setdefault(cluster_id, at)
         elif cluster_id in since:
             seconds = (at - since.pop(cluster_id)).total_seconds()
@@ -1175,12 +1179,19 @@ def collect(writes_path: str) -> dict:
     allocatable = {p.pk: p.allocatable_instances for p in CapacityPool.objects.all()}
     over = [(pool, day, n) for (pool, day), n in ledger.expected().items() if n > allocatable[pool]]
     events = ClusterEvent.objects.exclude(to_status="").order_by("created_at", "pk")
-    slowest, slowest_id = longest_in_flight(
-        list(events.values_list("cluster_id", "to_status", "created_at")), now=django.utils.timezone.now()
-    )
+    moves = list(events.values_list("cluster_id", "to_status", "created_at"))
+    now = django.utils.timezone.now()
+    # Item 8's goal is about provisioning (a worker killed mid-provision: in service within 3 minutes); a deletion
+    # waits out an AWS outage by design, so it is printed beside, not judged.
+    slowest, slowest_id = longest_in_flight(moves, now=now, statuses=PROVISIONING)
+    deleting, deleting_id = longest_in_flight(moves, now=now, statuses=("deleting",))
     return {
         "slowest_seconds": round(slowest),
         "slowest": [f"cluster {slowest_id}: {round(slowest)} s{timeline(clusters[slowest_id])}"] if slowest_id else [],
+        "slowest_deletion_seconds": round(deleting),
+        "slowest_deletion": (
+            [f"cluster {deleting_id}: {round(deleting)} s{timeline(clusters[deleting_id])}"] if deleting_id else []
+        ),
         "created": len(clusters),
         "by_status": dict(by_status),
         "stuck": sum(by_status[s] for s in IN_FLIGHT),

@@ -188,3 +188,18 @@ def test_longest_in_flight_follows_each_cluster_and_counts_an_open_episode_to_no
     assert chaos.longest_in_flight(events, now=at(400)) == (377.0, 1)
     assert chaos.longest_in_flight(events, now=at(800)) == (500.0, 3)
     assert chaos.longest_in_flight([], now=at(0)) == (0.0, None)
+
+
+def test_the_provisioning_goal_reads_provisioning_only_and_deletion_apart():
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2026, 11, 25, 16, 0, tzinfo=UTC)
+    events = [
+        (1, "requested", t0),
+        (1, "in_service", t0 + timedelta(seconds=40)),
+        (1, "deleting", t0 + timedelta(seconds=50)),  # an AWS outage holds the deletion for 190 s
+        (1, "deleted", t0 + timedelta(seconds=240)),
+    ]
+    now = t0 + timedelta(seconds=300)
+    assert chaos.longest_in_flight(events, now=now, statuses=chaos.PROVISIONING) == (40.0, 1)
+    assert chaos.longest_in_flight(events, now=now, statuses=("deleting",)) == (190.0, 1)
