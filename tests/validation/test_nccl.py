@@ -219,13 +219,23 @@ def test_a_log_that_never_reached_the_table_is_refused():
         parse_nccl_log("")
 
 
-def test_a_last_row_without_its_line_feed_may_be_cut_and_is_refused():
-    log = TABLE_HEADER + ROWS.rstrip("\n")  # "... 442.06      0" could have been "... 442.06      07"
+def test_a_complete_last_row_without_its_line_feed_is_read():
+    run = parse_nccl_log(TABLE_HEADER + ROWS.rstrip("\n"))  # an editor or `tail -c` dropped the final newline
+    assert run.rows == parse_nccl_log(TABLE_HEADER + ROWS).rows
+
+
+def test_a_last_row_short_of_its_columns_without_a_line_feed_is_refused_as_cut():
+    log = TABLE_HEADER + ROWS.rstrip("\n").rsplit(" ", 1)[0]  # the #wrong cell never arrived
     with pytest.raises(ParseError, match="line 5: the log ends in the middle of this line"):
         parse_nccl_log(log)
 
 
-def test_a_summary_without_its_line_feed_is_refused_too():
+def test_a_complete_summary_without_its_line_feed_is_read():
+    run = parse_nccl_log(TABLE_HEADER + ROWS + "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 439.92 ")
+    assert (run.out_of_bounds, run.avg_busbw_gbps) == (0, 439.92)
+
+
+def test_an_old_style_summary_ending_in_its_number_without_a_line_feed_is_refused():
     with pytest.raises(ParseError, match="line 7: the log ends in the middle"):
         parse_nccl_log(TABLE_HEADER + ROWS + "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 439.92")
 

@@ -14,9 +14,19 @@ GIB = 2**30
 
 class BaselineForm(forms.Form):
     instance_type = forms.ModelChoiceField(label=_("Instance type"), queryset=InstanceType.objects.none())
+    collective = forms.RegexField(
+        label=_("Collective"),
+        regex=r"^[a-z][a-z0-9_]{0,39}$",
+        required=False,  # left empty: all_reduce, what nearly every baseline is
+        initial="all_reduce",
+        help_text=_("The nccl-tests binary without _perf: all_reduce, alltoall, all_gather, ..."),
+    )
     nodes = forms.IntegerField(label=_("Nodes"), min_value=1, max_value=10_000, initial=2)
     busbw_gbps = forms.FloatField(
-        label=_("Peak bus bandwidth (GB/s)"), min_value=0.01, max_value=100_000, help_text=_("all_reduce, busbw.")
+        label=_("Peak bus bandwidth (GB/s)"),
+        min_value=0.01,
+        max_value=100_000,
+        help_text=_("busbw of that collective."),
     )
     size_gib = forms.DecimalField(
         label=_("At message size (GiB)"), min_value=Decimal("0.000001"), max_value=1024, initial=16, decimal_places=6
@@ -37,6 +47,8 @@ class BaselineForm(forms.Form):
 
     def clean(self):
         data = super().clean()
+        if not data.get("collective"):
+            data["collective"] = "all_reduce"
         if "size_gib" in data:
             data["size_bytes"] = int(data.pop("size_gib") * GIB)
         return data

@@ -20,8 +20,12 @@ class NcclIngestView(ClusterIngestView):
     serializer_class = NcclLogSerializer
 
     @extend_schema(
-        summary="Post an nccl-tests all_reduce_perf log: judged against the baseline for the type and node count",
+        summary="Post an nccl-tests log: judged against the baseline for its collective, type and node count",
         description="Body: JSON (the fields below) or the log itself as text/plain with `nodes` in the query string. "
+        "The collective is read from the log (nccl-tests' banner or the binary its command line names), else "
+        "`collective`; a run of a collective without a baseline is kept, verdict no_baseline (not judged). "
+        "A bus bandwidth above the instance type's link ceiling, a negative bandwidth or size, a time not above zero "
+        "or more nodes than the cluster has is a 400 naming the line. "
         "A run under its baseline marks the cluster interconnect suspect and opens (or adds to) a networking case. "
         "A malformed or cut log is a 400 naming the line, and nothing is kept. The same log posted again (a retry) "
         "answers 200 with the run already kept.",
@@ -32,7 +36,13 @@ class NcclIngestView(ClusterIngestView):
         return super().post(request, pk, format)
 
     def ingest(self, cluster, data: dict, *, actor) -> tuple[dict, int]:
-        validation, new = record_validation(cluster=cluster, log=data["log"], nodes=data.get("nodes"), actor=actor)
+        validation, new = record_validation(
+            cluster=cluster,
+            log=data["log"],
+            nodes=data.get("nodes"),
+            collective=data.get("collective") or None,
+            actor=actor,
+        )
         return NcclValidationSerializer(validation).data, status.HTTP_201_CREATED if new else status.HTTP_200_OK
 
 

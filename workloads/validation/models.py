@@ -13,14 +13,18 @@ from django.utils.translation import gettext_lazy as _
 from tenants.models import InstanceType, Organization, TenantQuerySet
 from workloads.clusters.models import Cluster
 
+COLLECTIVE_HELP = _("The nccl-tests binary without _perf: all_reduce, all_gather, alltoall, reduce_scatter, ...")
+
 
 class NcclBaseline(models.Model):
-    """What a healthy interconnect reaches: the peak all_reduce bus bandwidth of large messages on this many
-    nodes of this type. A run whose peak falls under `min_fraction` of it marks the cluster suspect."""
+    """What a healthy interconnect reaches: the peak bus bandwidth of large messages of one collective on this many
+    nodes of this type. A run of that collective whose peak falls under `min_fraction` of it marks the cluster
+    suspect; a run of a collective without a baseline is kept unjudged."""
 
     instance_type = models.ForeignKey(
         InstanceType, on_delete=models.PROTECT, related_name="nccl_baselines", verbose_name=_("instance type")
     )
+    collective = models.CharField(_("collective"), max_length=40, default="all_reduce", help_text=COLLECTIVE_HELP)
     nodes = models.PositiveSmallIntegerField(
         _("nodes"), validators=[MinValueValidator(1), MaxValueValidator(10_000)], help_text=_("Nodes in the run.")
     )
@@ -43,26 +47,28 @@ class NcclBaseline(models.Model):
     updated_at = models.DateTimeField(_("updated"), auto_now=True)
 
     class Meta:
-        ordering = ["instance_type__api_name", "nodes"]
+        ordering = ["instance_type__api_name", "collective", "nodes"]
         verbose_name = _("NCCL baseline")
         verbose_name_plural = _("NCCL baselines")
         constraints = [
             models.UniqueConstraint(
-                fields=["instance_type", "nodes"],
-                name="one_nccl_baseline_per_type_and_nodes",
-                violation_error_message=_("There is already a baseline for this instance type and node count."),
+                fields=["instance_type", "collective", "nodes"],
+                name="one_nccl_baseline_per_type_collective_nodes",
+                violation_error_message=_(
+                    "There is already a baseline for this instance type, collective and node count."
+                ),
             )
         ]
 
     def __str__(self) -> str:
-        return f"{self.instance_type} × {self.nodes}: {self.busbw_gbps:g} GB/s"
+        return f"{self.instance_type} {self.collective} × {self.nodes}: {self.busbw_gbps:g} GB/s"
 
 
 class NcclValidation(models.Model):
     class Verdict(models.TextChoices):
         PASSED = "passed", _("Passed")
         SUSPECT = "suspect", _("Suspect")
-        NO_BASELINE = "no_baseline", _("No baseline")
+        NO_BASELINE = "no_baseline", _("Not judged")
 
     organization = models.ForeignKey(
         Organization, on_delete=models.PROTECT, related_name="+", verbose_name=_("organization")
@@ -71,6 +77,8 @@ class NcclValidation(models.Model):
         Cluster, on_delete=models.CASCADE, related_name="validations", verbose_name=_("cluster")
     )
     instance_type = models.CharField(_("instance type"), max_length=40)
+    # What the log ran (nccl-tests' banner or binary name); "" when neither the log nor the poster said.
+    collective = models.CharField(_("collective"), max_length=40, blank=True, default="all_reduce")
     nodes = models.PositiveSmallIntegerField(_("nodes"))
     ranks = models.PositiveIntegerField(_("ranks"), null=True, blank=True)
     hosts = models.JSONField(_("hosts"), default=list, blank=True)

@@ -14,8 +14,15 @@ history) and two real p5 logs from aws-samples/awsome-distributed-training (test
   a line starting with a whole number is a result row and must be a whole one. Everything else
   (NCCL INFO/WARN lines, blank lines, other ranks' chatter) is noise. A `...` line is an elision
   left in a copied log: noted in `elided`, since the reported average then covers rows not shown.
-- A log must end with a line feed: a last row or summary line without one may have been cut
-  ("487.26" arriving as "487.2"), so it is refused rather than read.
+- `-I 1` (per-iteration timing, nccl-tests 2.19) adds i_min i_max i_p99 i_cv% after each of the out-of-place and
+  in-place groups; `-S 1` (report timestamps, 2.17.6) ends each row with a local "YYYY-MM-DD HH:MM:SS" (two
+  tokens). Both are read from the header's column names; `-C 1` prints cputime for time.
+- MPICH / Intel MPI's `-prepend-rank` / `-l` prefix `[0] ` is stripped like srun's and Open MPI's.
+- The collective: nccl-tests 2.16.x and later print "# Collective test starting: alltoall_perf"; older logs
+  often carry the command line naming the binary. Neither: None (the caller decides).
+- A last line without a line feed is read when it is complete (a row with every column, the whole
+  summary line); a row short of its columns there is refused as cut ("487.26" arriving as "487.2" cannot be
+  told apart from a complete row, so a row's last cell must be the #wrong/error/timestamp field).
 The peak bus bandwidth is the largest of the out-of-place and in-place columns; the average is
 nccl-tests' own, over every size run, None when the summary never came.
 """
@@ -26,7 +33,24 @@ from dataclasses import dataclass
 
 from workloads.telemetry_errors import ParseError
 
-_PREFIX = re.compile(r"^(?:\s*\d+:|\[\d+,\d+\]<std(?:out|err)>:)")
+_PREFIX = re.compile(r"^(?:\s*\d+:|\[\d+,\d+\]<std(?:out|err)>:|\[\d+\] )")
+COLLECTIVES = (
+    "all_reduce",
+    "all_gather",
+    "alltoall",
+    "alltoallv",
+    "broadcast",
+    "gather",
+    "hypercube",
+    "reduce",
+    "reduce_scatter",
+    "scatter",
+    "sendrecv",
+)
+_STARTING = re.compile(r"#\s*Collective test starting:\s*(\S+)")
+_BINARY = re.compile(r"(?<![\w])(" + "|".join(sorted(COLLECTIVES, key=len, reverse=True)) + r")_perf(?:_mpi)?\b")
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}")
+_PER_ITERATION = ("i_min", "i_max", "i_p99", "i_cv%")
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _RANK = re.compile(r"#\s*Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)\s+device\b")
 _OUT_OF_BOUNDS = re.compile(r"#\s*Out of bounds values\s*:\s*(\S+)\s*(\S*)")
@@ -66,6 +90,7 @@ class NcclRun:
     hosts: tuple[str, ...]  # from the "#  Rank ... on <host>" lines; () when not printed
     ranks: int | None  # how many "#  Rank" lines; None when not printed
     elided: bool  # a "..." line stands for rows left out of the log
+    collective: str | None = None  # "all_reduce", "alltoall", ...; None when the log does not say
 
 
 @dataclass(frozen=True)
@@ -75,6 +100,7 @@ class Baseline:
     size_bytes: int
     busbw_gbps: float
     source: str
+    collective: str = "all_reduce"
 
 
 P5_MULTINODE_BASELINE = Baseline(
@@ -115,9 +141,11 @@ def parse_nccl_log(text: str) -> NcclRun:
     summary_line = 0
     ranks: dict[int, str] = {}
     elided = False
+    started: str | None = None
+    named: set[str] = set()
     for number, raw in enumerate(lines, start=1):
         content = _PREFIX.sub("", raw.removesuffix("\r"), count=1).strip()
-        cut = number == len(lines)  # no line feed after it: may have been cut
+        last = number == len(lines)  # no line feed after it: complete only if nothing of it can be missing
         if not content:
             continue
         if set(content) == {"."} and len(content) >= 3:
@@ -132,17 +160,23 @@ def parse_nccl_log(text: str) -> NcclRun:
                 columns, header_line = _columns(words, number), number
             elif rank := _RANK.match(content):
                 ranks[int(rank.group(1))] = rank.group(2)
+            elif match := _STARTING.match(content):
+                started = started or match.group(1)
             elif match := _OUT_OF_BOUNDS.match(content):
-                _refuse_if_cut(cut, number)
+                _refuse_if_cut(last and match.group(2) not in ("OK", "FAILED"), number)
                 out_of_bounds, summary_line = _whole("out-of-bounds count", match.group(1), number), number
             elif match := _AVERAGE.match(content):
-                _refuse_if_cut(cut, number)
+                # Current nccl-tests end the line with "OK", "FAILED" or a space; older ones with the number.
+                _refuse_if_cut(last and not (raw.endswith((" ", "OK", "FAILED"))), number)
                 average, summary_line = _number("average bus bandwidth", match.group(1), number), number
         elif columns is not None and content.split()[0].isdigit():
             if summary_line:
                 raise ParseError(number, f"a result row after the summary on line {summary_line}")
-            _refuse_if_cut(cut, number)
-            rows.append(_row(content.split(), columns, header_line, number))
+            tokens = content.split()
+            _refuse_if_cut(last and len(tokens) < len(columns), number)
+            rows.append(_row(tokens, columns, header_line, number))
+        else:
+            named.update(match.group(1) for match in _BINARY.finditer(content))
     if columns is None:
         raise ParseError(
             max(len(lines) - (not lines[-1]), 1),
@@ -166,7 +200,18 @@ def parse_nccl_log(text: str) -> NcclRun:
         hosts=tuple(sorted(set(ranks.values()))),
         ranks=len(ranks) or None,
         elided=elided,
+        collective=_collective(started, named),
     )
+
+
+def _collective(started: str | None, named: set[str]) -> str | None:
+    """The test's own banner first; else the one binary the log's other lines name (a command line echoed)."""
+    if started is not None:
+        binary = started.rsplit("/", 1)[-1]
+        match = _BINARY.fullmatch(binary)
+        # A renamed binary is kept as named (cut to the field's size): no baseline will match it.
+        return match.group(1) if match else binary[:40]
+    return named.pop() if len(named) == 1 else None
 
 
 def judge(
@@ -203,6 +248,47 @@ def judge(
     )
 
 
+# The fastest link an accelerator of the type has, GB/s: NVLink 4 on H100/H200 (900), NVLink 3 on A100 (600).
+# No collective's bus bandwidth exceeds it (intra-node) or the EFA line rate (multi-node, far lower), so the
+# ceiling is the larger of the two, × 1.25 for measurement noise. A type not listed gets NVLink 5's 1,800 GB/s.
+INTERCONNECT_GBPS = {"p5": 900, "p5e": 900, "p5en": 900, "p4d": 600, "p4de": 600}
+FASTEST_LINK_GBPS = 1800
+CEILING_MARGIN = 1.25
+MAX_SIZE_BYTES = 2**40  # 1 TiB per message: beyond any accelerator's memory
+
+
+def busbw_ceiling(instance_type: str, efa_gbps: int = 0) -> float:
+    """The highest bus bandwidth a run on this type can honestly report, GB/s."""
+    link = INTERCONNECT_GBPS.get(instance_type.split(".", 1)[0], FASTEST_LINK_GBPS)
+    return CEILING_MARGIN * max(link, efa_gbps / 8)
+
+
+def check_plausible(run: NcclRun, *, ceiling_gbps: float) -> None:
+    """Raises ParseError naming the first row no real run prints: a size beyond memory, more elements than
+    bytes, a time not above zero, a negative bandwidth or one above the link's ceiling."""
+    for row in run.rows:
+        if row.size_bytes > MAX_SIZE_BYTES:
+            raise ParseError(row.line_number, f"the size {row.size_bytes} B is beyond any accelerator's memory")
+        if row.count > row.size_bytes:
+            raise ParseError(row.line_number, f"the count {row.count} is more elements than the {row.size_bytes} bytes")
+        for where, m in (("out-of-place", row.out_of_place), ("in-place", row.in_place)):
+            if m.time_us <= 0:
+                raise ParseError(row.line_number, f"the {where} time {m.time_us:g} us is not above zero")
+            # algbw may exceed busbw (all_gather on 2 ranks: twice), so only its sign is bounded.
+            for name, value, top in (("algbw", m.algbw_gbps, math.inf), ("busbw", m.busbw_gbps, ceiling_gbps)):
+                if not 0 <= value <= top:
+                    raise ParseError(
+                        row.line_number,
+                        f"the {where} {name} {value:g} GB/s is outside 0 to {ceiling_gbps:g} GB/s, the most this "
+                        "instance type's links carry",
+                    )
+    if run.avg_busbw_gbps is not None and not 0 <= run.avg_busbw_gbps <= ceiling_gbps:
+        raise ParseError(
+            run.rows[-1].line_number + 1,
+            f"the average bus bandwidth {run.avg_busbw_gbps:g} GB/s is outside 0 to {ceiling_gbps:g} GB/s",
+        )
+
+
 def _refuse_if_cut(cut: bool, number: int) -> None:
     if cut:
         raise ParseError(
@@ -211,25 +297,31 @@ def _refuse_if_cut(cut: bool, number: int) -> None:
 
 
 def _columns(words: list[str], number: int) -> tuple[str, ...]:
-    """The header's column names: size count type [redop] [root], then twice time algbw busbw #wrong|error."""
+    """The header's column names: size count type [redop] [root], then twice time algbw busbw #wrong|error
+    [i_min i_max i_p99 i_cv%], then [timestamp]."""
     lead, position = list(_LEADING), len(_LEADING)
     for optional in _OPTIONAL:
         if words[position : position + 1] == [optional]:
             lead.append(optional)
             position += 1
     group = ["time" if word == "cputime" else word for word in words[position:]]
+    stamped = group[-1:] == ["timestamp"]
+    if stamped:
+        group.pop()
     check = group[3] if len(group) > 3 else ""
+    per_iteration = list(_PER_ITERATION) if group[4:8] == list(_PER_ITERATION) else []
     if (
         words[: len(_LEADING)] != list(_LEADING)
         or check not in ("#wrong", "error")
-        or group != ["time", "algbw", "busbw", check] * 2
+        or group != ["time", "algbw", "busbw", check, *per_iteration] * 2
     ):
         raise ParseError(
             number,
             f"unsupported column set {' '.join(words)!r}: expected size count type [redop] [root], then "
-            "time algbw busbw #wrong (or error) out-of-place and in-place",
+            "time algbw busbw #wrong (or error) [i_min i_max i_p99 i_cv%] out-of-place and in-place [timestamp]",
         )
-    return (*lead, *group)
+    # The timestamp is a date and a time: two tokens of a row.
+    return (*lead, *group, *(("date", "clock") if stamped else ()))
 
 
 def _row(tokens: list[str], columns: tuple[str, ...], header_line: int, number: int) -> NcclRow:
@@ -237,16 +329,25 @@ def _row(tokens: list[str], columns: tuple[str, ...], header_line: int, number: 
         raise ParseError(
             number, f"expected {len(columns)} columns as in the header on line {header_line}, found {len(tokens)}"
         )
-    lead = dict(zip(columns[: len(columns) - 8], tokens[: len(columns) - 8], strict=True))
-    cells = tokens[len(columns) - 8 :]
+    stamped = columns[-1] == "clock"
+    if stamped and not _TIMESTAMP.fullmatch(" ".join(tokens[-2:])):
+        raise ParseError(number, f"the timestamp {' '.join(tokens[-2:])!r} is not YYYY-MM-DD HH:MM:SS")
+    body = columns[: len(columns) - 2] if stamped else columns
+    width = 8 if body[-1] == "i_cv%" else 4  # one group: time algbw busbw check [4 per-iteration figures]
+    cells = tokens[len(body) - 2 * width : len(body)]
+    lead = dict(zip(body[: len(body) - 2 * width], tokens[: len(body) - 2 * width], strict=True))
+    check = body[len(body) - 2 * width + 3]
+    per_iteration = cells[4:width] + cells[width + 4 :]
+    for index, value in enumerate(per_iteration):
+        _number(f"{_PER_ITERATION[index % 4]} figure", value, number)
     return NcclRow(
         size_bytes=_whole("size", lead["size"], number),
         count=_whole("count", lead["count"], number),
         type=lead["type"],
         redop=lead.get("redop"),
         root=_whole("root", lead["root"], number, signed=True) if "root" in lead else None,
-        out_of_place=_measurement(cells[:4], columns[-1], "out-of-place", number),
-        in_place=_measurement(cells[4:], columns[-1], "in-place", number),
+        out_of_place=_measurement(cells[:4], check, "out-of-place", number),
+        in_place=_measurement(cells[width : width + 4], check, "in-place", number),
         line_number=number,
     )
 
@@ -255,8 +356,11 @@ def _measurement(cells: list[str], check: str, where: str, number: int) -> Measu
     time, algbw, busbw, checked = cells
     wrong = error = None
     if checked != "N/A":
-        if check == "#wrong":
-            wrong = _whole(f"{where} #wrong", checked, number)
+        if check == "#wrong":  # printed with %6g: a large count reads "1e+06"
+            value = _number(f"{where} #wrong", checked, number)
+            if value < 0 or value != int(value) or value > MAX_WHOLE:
+                raise ParseError(number, f"the {where} #wrong {checked!r} is not a whole number")
+            wrong = int(value)
         else:
             error = _number(f"{where} error", checked, number)
     return Measurement(

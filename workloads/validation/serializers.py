@@ -13,7 +13,13 @@ from workloads.validation.services import MAX_NODES
 class NcclLogSerializer(api.Serializer):
     text_field = "log"  # a text/plain body is this field
 
-    log = report_field("An nccl-tests all_reduce_perf log, as printed.")
+    log = report_field("An nccl-tests log (all_reduce_perf, alltoall_perf, ...), as printed.")
+    collective = serializers.RegexField(
+        r"^[a-z][a-z0-9_]{0,39}$",
+        required=False,
+        help_text="The collective the log ran (all_reduce, alltoall, ...), for logs of nccl-tests before 2.16 that "
+        "do not print it; refused when the log names another.",
+    )
     nodes = serializers.IntegerField(
         required=False,
         min_value=1,
@@ -39,6 +45,7 @@ class NcclValidationSerializer(api.ModelSerializer):
             "cluster",
             "cluster_name",
             "instance_type",
+            "collective",
             "nodes",
             "ranks",
             "hosts",
@@ -63,11 +70,15 @@ class NcclValidationSerializer(api.ModelSerializer):
             "cluster": {"help_text": "Id of the cluster the test ran on."},
             "instance_type": {"help_text": "EC2 instance type of the nodes tested."},
             "nodes": {"help_text": "Nodes the test ran on."},
+            "collective": {
+                "help_text": "The collective the run measured (all_reduce, alltoall, ...); it is judged only against "
+                "a baseline of that collective. Empty when neither the log nor the poster said."
+            },
             "ranks": {"help_text": "Ranks of the run (one per GPU, usually); null when the log does not list them."},
             "hosts": {"help_text": "Host names of the nodes the test ran on, as the log names them."},
             "verdict": {
                 "help_text": "passed; suspect (the peak is under min_fraction of the baseline, or values were "
-                "wrong); or no_baseline (nothing to judge it by)."
+                "wrong); or no_baseline (not judged: no baseline for its collective, type and node count)."
             },
             "reasons": {"help_text": "Why the run is suspect or has no baseline, in words; empty when it passed."},
             "peak_busbw_gbps": {

@@ -13,6 +13,7 @@ from decimal import Decimal
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -24,7 +25,7 @@ from workloads.support.models import SupportCase
 from workloads.support.services import add_comment
 from workloads.telemetry_errors import field_errors
 from workloads.validation.models import NcclBaseline, NcclValidation
-from workloads.validation.nccl import P5_MULTINODE_BASELINE, judge, parse_nccl_log
+from workloads.validation.nccl import P5_MULTINODE_BASELINE, busbw_ceiling, check_plausible, judge, parse_nccl_log
 
 MAX_LOG_CHARS = 1_000_000  # kept for support to read; a longer log is kept cut, with a note
 MAX_NODES = 10_000
@@ -40,10 +41,21 @@ def worker_type(cluster: Cluster) -> str:
     return group.instance_type if group else cluster.allocation.pool.instance_type.api_name
 
 
-def baseline_for(instance_type: str, nodes: int) -> NcclBaseline | None:
-    """The baseline for this many nodes, else the nearest smaller multi-node one (a large-message peak holds across
-    node counts once the run crosses EFA); a single-node run has only its own."""
-    baselines = NcclBaseline.objects.filter(instance_type__api_name=instance_type, nodes__lte=nodes)
+def cluster_nodes(cluster: Cluster) -> int | None:
+    """How many worker nodes the cluster has (its worker groups); None when it has no group on record."""
+    groups = ClusterInstanceGroup.objects.for_org(cluster.organization).filter(
+        cluster=cluster, role=ClusterInstanceGroup.Role.WORKER
+    )
+    return groups.aggregate(total=Sum("instance_count"))["total"]
+
+
+def baseline_for(instance_type: str, nodes: int, collective: str = "all_reduce") -> NcclBaseline | None:
+    """The baseline of this collective for this many nodes, else the nearest smaller multi-node one (a
+    large-message peak holds across node counts once the run crosses EFA); a single-node run has only its own.
+    A collective has only its own baselines: alltoall is never judged by all_reduce's."""
+    baselines = NcclBaseline.objects.filter(
+        instance_type__api_name=instance_type, collective=collective, nodes__lte=nodes
+    )
     if nodes > 1:
         baselines = baselines.filter(nodes__gt=1)
     return baselines.order_by("-nodes").first()
@@ -51,12 +63,27 @@ def baseline_for(instance_type: str, nodes: int) -> NcclBaseline | None:
 
 @transaction.atomic
 def record_validation(
-    *, cluster: Cluster, log: str, nodes: int | None = None, actor=None, now: datetime | None = None
+    *,
+    cluster: Cluster,
+    log: str,
+    nodes: int | None = None,
+    collective: str | None = None,
+    actor=None,
+    now: datetime | None = None,
 ) -> tuple[NcclValidation, bool]:
     """The run of this log and whether it is new: the same log posted again (a reporter's retry) is the run
-    already kept, judged once. Raises ValidationError (a bad line named) and then keeps nothing."""
+    already kept, judged once. Raises ValidationError (a bad line named, an impossible value) and then keeps
+    nothing.
+
+    The collective is the log's own word (nccl-tests' banner or the binary its command line names), else the
+    poster's `collective`; a log naming one and a poster another is refused. Neither: a table of a reduction
+    with no root (all_reduce_perf's shape) is taken as all_reduce, anything else is kept unjudged."""
     with field_errors("log"):
         run = parse_nccl_log(log)
+    if run.collective is not None and collective and collective != run.collective:
+        message = _("The log ran %(log)s, not %(given)s.") % {"log": run.collective, "given": collective}
+        raise ValidationError({"collective": message})
+    collective = run.collective or collective or _shape(run)
     if run.hosts:
         counted = len(run.hosts)
         if nodes is not None and nodes != counted:
@@ -67,17 +94,28 @@ def record_validation(
         raise ValidationError({"nodes": _("The log does not say on how many nodes it ran: give nodes.")})
     if not 1 <= nodes <= MAX_NODES:
         raise ValidationError({"nodes": _("Between 1 and %(max)d.") % {"max": MAX_NODES}})
+    if (total := cluster_nodes(cluster)) is not None and nodes > total:
+        message = _("The run names %(n)d nodes; cluster %(cluster)s has %(total)d.") % {
+            "n": nodes,
+            "cluster": cluster.name,
+            "total": total,
+        }
+        raise ValidationError({"nodes": message})
+    instance_type = worker_type(cluster)
+    efa_gbps = InstanceType.objects.filter(api_name=instance_type).values_list("efa_gbps", flat=True).first()
+    with field_errors("log"):
+        check_plausible(run, ceiling_gbps=busbw_ceiling(instance_type, efa_gbps or 0))
     # One cluster's runs one at a time: a run and its retry never both pass the check below, nor open two cases.
     Cluster.objects.select_for_update().filter(pk=cluster.pk).first()
     digest = hashlib.sha256(log.encode()).hexdigest()
     if kept := NcclValidation.objects.for_org(cluster.organization).filter(cluster=cluster, log_digest=digest).first():
         return kept, False
-    instance_type = worker_type(cluster)
-    baseline = baseline_for(instance_type, nodes)
+    baseline = baseline_for(instance_type, nodes, collective) if collective else None
     validation = NcclValidation(
         organization_id=cluster.organization_id,
         cluster=cluster,
         instance_type=instance_type,
+        collective=collective,
         nodes=nodes,
         ranks=run.ranks,
         hosts=list(run.hosts),
@@ -91,11 +129,22 @@ def record_validation(
         log_digest=digest,
         submitted_by=actor if actor is not None and actor.is_authenticated else None,
     )
-    if baseline is None:
+    if not collective:
         validation.verdict = NcclValidation.Verdict.NO_BASELINE
         validation.reasons = [
-            _("No baseline for %(type)s on %(nodes)d nodes: program staff set one on the health rules page.")
-            % {"type": instance_type, "nodes": nodes}
+            _(
+                "The log does not say which test ran (nccl-tests before 2.16 print no banner): post it again with "
+                "its collective, e.g. alltoall, to have it judged."
+            )
+        ]
+    elif baseline is None:
+        validation.verdict = NcclValidation.Verdict.NO_BASELINE
+        validation.reasons = [
+            _(
+                "No %(collective)s baseline for %(type)s on %(nodes)d nodes: not judged; program staff set one on "
+                "the health rules page."
+            )
+            % {"collective": collective, "type": instance_type, "nodes": nodes}
         ]
     else:
         judgement = judge(run, baseline.busbw_gbps, float(baseline.min_fraction))
@@ -110,12 +159,21 @@ def record_validation(
     return validation, True
 
 
+def _shape(run) -> str:
+    """An unnamed log's collective from its table. A reduction op with root -1 (or no root column) is all_reduce_perf's
+    shape, or reduce_scatter_perf's, which its table cannot tell apart: taken as all_reduce, the test clusters
+    run (a reduce_scatter log should be posted with its collective). alltoall, all_gather, broadcast... print
+    "none" or a root: unjudged."""
+    reduction = all(row.redop not in (None, "none") and row.root in (None, -1) for row in run.rows)
+    return "all_reduce" if reduction else ""
+
+
 def _follow_up(cluster: Cluster, validation: NcclValidation, *, now: datetime) -> None:
     if validation.verdict == NcclValidation.Verdict.SUSPECT:
         Cluster.objects.filter(pk=cluster.pk, interconnect_suspect_since=None).update(interconnect_suspect_since=now)
         title = (
-            f"Interconnect suspect on cluster {cluster.name}: all_reduce peak {validation.peak_busbw_gbps:g} GB/s on "
-            f"{validation.nodes} nodes"
+            f"Interconnect suspect on cluster {cluster.name}: {validation.collective} peak "
+            f"{validation.peak_busbw_gbps:g} GB/s on {validation.nodes} nodes"
         )
         body = (
             f"An nccl-tests run on {validation.nodes} × {validation.instance_type} reached "
@@ -156,16 +214,19 @@ def seed_baselines() -> None:
             NcclBaseline.objects.get_or_create(
                 instance_type=instance_type,
                 nodes=default.nodes,
+                collective=default.collective,
                 defaults={"size_bytes": default.size_bytes, "busbw_gbps": default.busbw_gbps, "source": default.source},
             )
 
 
 def save_baseline(*, user, instance_type: InstanceType, nodes: int, busbw_gbps: float, size_bytes: int,
-                  min_fraction: Decimal, source: str = "") -> NcclBaseline:  # fmt: skip
-    """Add or change the baseline for a type and node count (program managers, on the health rules page)."""
+                  min_fraction: Decimal, source: str = "", collective: str = "all_reduce") -> NcclBaseline:  # fmt: skip
+    """Add or change the baseline for a type, collective and node count (program managers, on the health rules
+    page)."""
     require_program_manager(user)
     baseline, _created = NcclBaseline.objects.update_or_create(
         instance_type=instance_type,
+        collective=collective,
         nodes=nodes,
         defaults={
             "busbw_gbps": busbw_gbps,
