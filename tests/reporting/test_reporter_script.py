@@ -382,6 +382,14 @@ def test_nccl_posts_the_log_file(node, portal):
     assert request["body"] == {"log": log.read_text(), "nodes": 2}
 
 
+def test_nccl_names_the_collective_of_a_log_that_does_not(node, portal):
+    portal.replies = [(201, {"id": 6})]
+    log = SAMPLES / "nccl_all_reduce_p5_2node.txt"
+    result = run(node, "nccl", str(log), "--nodes", "2", "--collective", "reduce_scatter")
+    assert result.returncode == 0, result.stderr
+    assert portal.requests[0]["body"] == {"log": log.read_text(), "nodes": 2, "collective": "reduce_scatter"}
+
+
 def test_nccl_reads_standard_input_and_leaves_nodes_out(node, portal):
     portal.replies = [(400, {"log": ["No all_reduce_perf table found."]})]
     result = run(node, "nccl", "-", stdin="hello\n")

@@ -174,8 +174,14 @@ def health_body(*, metrics: str, host: str) -> dict:
     return {"metrics": metrics, "host": host}
 
 
-def nccl_body(*, log: str, nodes: int | None = None) -> dict:
-    return {"log": log} if nodes is None else {"log": log, "nodes": nodes}
+def nccl_body(*, log: str, nodes: int | None = None, collective: str | None = None) -> dict:
+    """The post of an nccl-tests log; `collective` names the test for logs of nccl-tests before 2.16 (no banner)."""
+    body: dict = {"log": log}
+    if nodes is not None:
+        body["nodes"] = nodes
+    if collective:
+        body["collective"] = collective
+    return body
 
 
 def node_addresses(sinfo: str) -> list[tuple[str, str]]:
@@ -449,7 +455,7 @@ def report_dcgm(reporter: Reporter, *, port: int) -> int:
     return 0
 
 
-def report_nccl(reporter: Reporter, *, logfile: str, nodes: int | None) -> int:
+def report_nccl(reporter: Reporter, *, logfile: str, nodes: int | None, collective: str | None = None) -> int:
     try:
         if logfile == "-":
             log = sys.stdin.read()
@@ -458,7 +464,7 @@ def report_nccl(reporter: Reporter, *, logfile: str, nodes: int | None) -> int:
                 log = handle.read()
     except OSError as error:
         raise Unavailable(f"cannot read {logfile}: {error.strerror or error}") from None
-    answer = reporter.post("nccl-tests/", nccl_body(log=log, nodes=nodes))
+    answer = reporter.post("nccl-tests/", nccl_body(log=log, nodes=nodes, collective=collective))
     if answer is not None:
         name = "standard input" if logfile == "-" else os.path.basename(logfile)
         print(f"nccl: {name} posted" + (f" ({nodes} nodes)" if nodes else ""))
@@ -471,7 +477,7 @@ def run_command(reporter: Reporter, args) -> int:
     if args.command == "dcgm":
         return report_dcgm(reporter, port=args.port)
     if args.command == "nccl":
-        return report_nccl(reporter, logfile=args.logfile, nodes=args.nodes)
+        return report_nccl(reporter, logfile=args.logfile, nodes=args.nodes, collective=args.collective)
     status = report_jobs(reporter, since_days=args.since_days)  # run: what cron or the timer calls
     if args.dcgm_port:
         status = max(status, report_dcgm(reporter, port=args.dcgm_port))
@@ -537,9 +543,12 @@ def build_parser(settings: dict[str, str]) -> argparse.ArgumentParser:
     jobs = commands.add_parser("jobs", help="post sacct and sinfo output")
     dcgm = commands.add_parser("dcgm", help="scrape each node's dcgm-exporter and post what it says")
     option(dcgm, "--port", "FMP_DCGM_PORT", DEFAULT_DCGM_PORT, type=_positive_int, help="dcgm-exporter's port")
-    nccl = commands.add_parser("nccl", help="post an nccl-tests all_reduce_perf log")
+    nccl = commands.add_parser("nccl", help="post an nccl-tests log (all_reduce_perf, alltoall_perf, ...)")
     nccl.add_argument("logfile", metavar="LOGFILE", help="the log; - reads standard input")
     nccl.add_argument("--nodes", metavar="N", type=_positive_int, help="how many nodes the test ran on")
+    nccl.add_argument(
+        "--collective", metavar="NAME", help="the test run (all_reduce, alltoall, ...) when the log does not say"
+    )
     run = commands.add_parser("run", help="what cron or the timer calls: jobs, then dcgm if a port is set")
     option(run, "--dcgm-port", "FMP_DCGM_PORT", metavar="PORT", type=_positive_int, help="also run dcgm, on this port")
     for sub in (jobs, run):
