@@ -82,6 +82,24 @@ def test_the_banner_wins_over_a_command_line_and_keeps_an_unknown_binary_name():
     assert parse_nccl_log("# Collective test starting: my_bench\n" + unprefixed(SRUN_LOG)).collective == "my_bench"
 
 
+def test_an_old_alltoall_table_with_a_blank_op_is_read():
+    # nccl-tests issue #78 (github.com/NVIDIA/nccl-tests/issues/78): alltoall on 8 nodes of 8x V100, 2021, its header
+    # and first row as posted; old nccl-tests printed the op of alltoall as blanks.
+    log = (
+        "mpirun -np 64 ./build/alltoall_perf -b 256M -e 512M -f 2 -g 1\n"
+        "#       size         count      type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n"
+        "#        (B)    (elements)                       (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)  \n"
+        "   268435456       1048576     float           520935    0.52    0.51  0e+00   519562    0.52    0.51  1e+00\n"
+    )
+    run = parse_nccl_log(log)
+    assert (run.collective, run.rows[0].redop, run.rows[0].in_place.max_error, run.peak_busbw_gbps) == (
+        "alltoall",
+        "none",
+        1.0,
+        0.51,
+    )
+
+
 # -- output options ---------------------------------------------------------------------------------
 
 
@@ -235,6 +253,16 @@ def test_an_unnamed_table_of_another_shape_is_kept_unjudged(reporter, cluster):
     body = post(reporter, cluster, log).json()
     assert (body["collective"], body["verdict"]) == ("", "no_baseline")
     assert "does not say which test ran" in body["reasons"][0]
+
+
+@pytest.mark.django_db
+def test_the_collective_may_be_given_in_the_query_string_of_a_text_post(reporter, cluster):
+    url = f"/api/v1/clusters/{cluster.pk}/nccl-tests/?nodes=2&collective=reduce_scatter"
+    response = reporter.post(url, SRUN_LOG, content_type="text/plain")
+    assert response.status_code == 201, response.json()
+    assert response.json()["collective"] == "reduce_scatter"
+    bad = reporter.post(url.replace("reduce_scatter", "Robert');DROP"), SRUN_LOG, content_type="text/plain")
+    assert bad.status_code == 400 and "collective" in bad.json()
 
 
 @pytest.mark.django_db
