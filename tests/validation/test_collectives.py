@@ -171,6 +171,12 @@ def test_impossible_values_are_refused_naming_the_line(old, new, problem):
         check_plausible(parse_nccl_log("".join(lines)), ceiling_gbps=busbw_ceiling("p5.48xlarge", 3200))
 
 
+def test_an_impossible_average_names_its_line():
+    log = printed().replace("Avg bus bandwidth    : 120.5 ", "Avg bus bandwidth    : 9e9 ")
+    with pytest.raises(ParseError, match="line 37: the average bus bandwidth 9e[+]09 GB/s is outside 0 to 1125 GB/s"):
+        check_plausible(parse_nccl_log(log), ceiling_gbps=1125)
+
+
 def test_a_negative_size_is_no_whole_number():
     with pytest.raises(ParseError, match="line 8: the size '-8' is not a whole number"):
         parse_nccl_log(SRUN_LOG.replace("0:            8 ", "0:           -8 ", 1))

@@ -92,6 +92,7 @@ class NcclRun:
     ranks: int | None  # how many "#  Rank" lines; None when not printed
     elided: bool  # a "..." line stands for rows left out of the log
     collective: str | None = None  # "all_reduce", "alltoall", ...; None when the log does not say
+    average_line: int = 0  # the line of "Avg bus bandwidth"; 0 without it
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,7 @@ def parse_nccl_log(text: str) -> NcclRun:
     rows: list[NcclRow] = []
     average: float | None = None
     out_of_bounds: int | None = None
-    summary_line = 0
+    summary_line = average_line = 0
     ranks: dict[int, str] = {}
     elided = False
     started: str | None = None
@@ -170,6 +171,7 @@ def parse_nccl_log(text: str) -> NcclRun:
                 # Current nccl-tests end the line with "OK", "FAILED" or a space; older ones with the number.
                 _refuse_if_cut(last and not (raw.endswith((" ", "OK", "FAILED"))), number)
                 average, summary_line = _number("average bus bandwidth", match.group(1), number), number
+                average_line = number
         elif columns is not None and _ROW_START.match(content):  # "-8 ..." is a row, with a bad size
             if summary_line:
                 raise ParseError(number, f"a result row after the summary on line {summary_line}")
@@ -202,6 +204,7 @@ def parse_nccl_log(text: str) -> NcclRun:
         ranks=len(ranks) or None,
         elided=elided,
         collective=_collective(started, named),
+        average_line=average_line,
     )
 
 
@@ -286,7 +289,7 @@ def check_plausible(run: NcclRun, *, ceiling_gbps: float) -> None:
                 )
     if run.avg_busbw_gbps is not None and not 0 <= run.avg_busbw_gbps <= ceiling_gbps:
         raise ParseError(
-            run.rows[-1].line_number + 1,
+            run.average_line,
             f"the average bus bandwidth {run.avg_busbw_gbps:g} GB/s is outside 0 to {ceiling_gbps:g} GB/s",
         )
 
