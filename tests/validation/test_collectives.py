@@ -304,3 +304,11 @@ def test_staff_keep_baselines_per_collective(manager_client):
     assert sorted(kept.values_list("collective", "busbw_gbps")) == [("all_reduce", 487.0), ("alltoall", 90.0)]
     page = manager_client.get("/program/health-rules/").content.decode()
     assert "<code>alltoall</code>" in page
+
+
+@pytest.mark.django_db
+def test_the_interconnect_page_shows_the_collective_and_not_judged(reporter, cluster, member_client):
+    post(reporter, cluster, ALLTOALL_LOG)
+    page = member_client.get(f"/clusters/{cluster.pk}/interconnect/").content.decode()
+    assert "<code>alltoall</code>" in page and "Not judged" in page
+    assert "none for this collective, type and node count: not judged" in page
