@@ -21,7 +21,7 @@ from portal.pages import paginate, render_page
 from tenants.access import is_program_manager, is_program_staff, require_program_staff, visible_organizations
 from tenants.models import InstanceType
 from workloads.clusters.models import Cluster, ClusterNode
-from workloads.health.dcgm import METRIC_RULES, OTHER_XID, XID_RULES
+from workloads.health.dcgm import METRIC_RULES, OTHER_XID, XID_CATALOG_SOURCE, XID_RULES
 from workloads.health.forms import BaselineForm, IncidentFilterForm
 from workloads.health.incidents import INCIDENT_SEVERITY
 from workloads.health.models import HealthEvent, PrometheusSource
@@ -190,6 +190,7 @@ def health_rules(request):
                 return redirect("health:rules")
     context = {
         "xid_rules": [*XID_RULES.values(), OTHER_XID],
+        "xid_source": XID_CATALOG_SOURCE,
         "metric_rules": METRIC_RULES,
         "incident_rules": INCIDENT_SEVERITY,
         "baselines": NcclBaseline.objects.select_related("instance_type", "updated_by"),
