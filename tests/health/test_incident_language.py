@@ -1,6 +1,7 @@
 """A case the portal opens is written once, in the organization's language, whoever's request produced it."""
 
 import pytest
+from django.utils import translation
 
 from tests.factories import ClusterFactory, ClusterNodeFactory
 from workloads.health.models import HealthEvent
@@ -51,3 +52,48 @@ def test_an_english_organizations_case_is_in_english_whatever_the_request_says(m
     assert case.title == "Xid 154 on GPU 3: GPU recovery action changed on i-0001 — cluster p5-train"
     assert case.description.startswith("The portal saw on cluster p5-train:\n")
     assert "Reboot the node: aws sagemaker batch-reboot-cluster-nodes --cluster-name fmp-1-p5-train" in case.description
+
+
+# -- Interconnect verdicts ----------------------------------------------------------------------------------------
+
+
+def nccl_case(org, language: str):
+    from tests.validation.test_nccl import MPIRUN_LOG
+    from workloads.validation.services import record_validation
+
+    org.language = language
+    org.save()
+    cluster = ClusterFactory(organization=org, name="p5-train")
+    with translation.override("en" if language == "ja" else "ja"):  # the request's language must not matter
+        validation, _new = record_validation(cluster=cluster, log=MPIRUN_LOG, nodes=2)
+    return validation, SupportCase.objects.get(cluster=cluster)
+
+
+def test_a_verdict_gives_sizes_in_gib_not_bytes(org, catalog):
+    validation, case = nccl_case(org, "en")
+    assert validation.reasons == [
+        "peak bus bandwidth 437.89 GB/s (at 2 GiB) is 89.9% of the 487 GB/s baseline, below 90%"
+    ]
+    assert "437.89 GB/s at 2 GiB (average 52.9753 GB/s)" in case.description
+    assert "2147483648" not in case.description and "2,147,483,648" not in case.description
+    assert case.title == "Interconnect suspect on cluster p5-train: all_reduce peak 437.89 GB/s on 2 nodes"
+
+
+def test_a_japanese_organizations_verdict_and_case_are_in_japanese(org, catalog):
+    validation, case = nccl_case(org, "ja")
+    assert validation.reasons == [
+        "ピークのバス帯域幅 437.89 GB/s（2 GiB 時）はベースライン 487 GB/s の 89.9% で、90% を下回っています"
+    ]
+    assert case.title == "クラスター p5-train のインターコネクトに疑い: 2 ノードで all_reduce ピーク 437.89 GB/s"
+    assert "2 GiB で 437.89 GB/s（平均 52.9753 GB/s）" in case.description
+    assert "fi_info -p efa" in case.description and "Check EFA" not in case.description
+
+
+@pytest.mark.parametrize(
+    ("size", "said"),
+    [(16 * 2**30, "16 GiB"), (2**31, "2 GiB"), (128 * 2**20, "128 MiB"), (8, "8 B"), (3 * 2**10, "3 KiB")],
+)
+def test_sizes_are_said_in_binary_units(size, said):
+    from workloads.validation.nccl import format_size
+
+    assert format_size(size) == said
