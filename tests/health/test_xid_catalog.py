@@ -126,3 +126,14 @@ def test_the_rules_page_shows_the_catalog_and_cites_its_source(support_client):
     page = support_client.get(reverse("health:rules")).content.decode()
     assert "R535–R570" in page and "docs.nvidia.com/deploy/xid-errors" in page
     assert "GSP RPC timeout" in page and "GPU Recovery Action Changed" in page and "RESET_GPU" in page
+
+
+@pytest.mark.django_db
+def test_the_rules_page_says_meanings_and_actions_in_the_readers_language(support_client):
+    support_client.cookies["django_language"] = "ja"
+    page = support_client.get(reverse("health:rules"), HTTP_ACCEPT_LANGUAGE="ja").content.decode()
+    assert "GSP RPC タイムアウト" in page and "GPU をリセット" in page and "ノードを交換" in page
+    assert "インターコネクトがベースラインを下回っています" in page  # a case severity rule's why
+    assert "計測期間の 1% 以上、熱で性能が制限された" in page  # a metric rule's condition
+    assert "GPU Recovery Action Changed" in page and "RESET_GPU" in page  # NVIDIA's own names stay as they are
+    assert "The GPU System Processor" not in page
