@@ -137,3 +137,29 @@ def test_the_rules_page_says_meanings_and_actions_in_the_readers_language(suppor
     assert "計測期間の 1% 以上、熱で性能が制限された" in page  # a metric rule's condition
     assert "GPU Recovery Action Changed" in page and "RESET_GPU" in page  # NVIDIA's own names stay as they are
     assert "The GPU System Processor" not in page
+
+
+@pytest.mark.django_db
+def test_the_rules_page_gives_baseline_sizes_in_gib(support_client, catalog):
+    page = support_client.get(reverse("health:rules")).content.decode()
+    assert "16 GiB" in page and "16.0 GB" not in page
+
+
+def test_every_text_kept_as_data_is_extracted_and_has_its_japanese():
+    # `make makemessages` only sees gettext calls: data_msgids lists the rest, so their Japanese is never dropped.
+    import polib
+    from django.conf import settings
+
+    from workloads.health.data_msgids import MSGIDS
+    from workloads.health.dcgm import METRIC_RULES
+    from workloads.health.incidents import INCIDENT_SEVERITY
+    from workloads.reporting.views import guide_paragraphs
+
+    texts = {text for rule in (*XID_RULES.values(), OTHER_XID) for text in (rule.name, rule.why)}
+    texts |= {text for rule in METRIC_RULES for text in (rule.condition, rule.why)}
+    texts |= {rule.why for rule in INCIDENT_SEVERITY} | {action.value for action in Action}
+    texts |= {p.rstrip("\n") for p in guide_paragraphs() if not p.startswith(("sudo ", "[", "*/5"))}
+    assert texts - set(MSGIDS) == set()
+    catalog = polib.pofile(str(settings.BASE_DIR / "workloads" / "locale" / "ja" / "LC_MESSAGES" / "django.po"))
+    translated = {entry.msgid for entry in catalog.translated_entries()}
+    assert texts - translated == set()
