@@ -52,7 +52,7 @@ def test_h100_driver_codes_are_critical_with_the_catalogs_action(code, action):
 
 def test_a_code_nvidia_resolves_by_reset_or_reboot_is_never_a_warning():
     for rule in XID_RULES.values():
-        if rule.resolution in ("RESET_GPU", "REBOOT"):
+        if rule.resolution in ("RESET_GPU", "RESTART_VM", "RESTART_BM"):
             assert rule.severity is Severity.CRITICAL, rule.code
             assert rule.action in (Action.RESET_GPU, Action.REBOOT_NODE, Action.REPLACE_NODE), rule.code
 

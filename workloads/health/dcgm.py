@@ -259,7 +259,7 @@ class XidRule:
     action: Action
     why: str
     mnemonic: str = ""  # NVIDIA's name for the code
-    resolution: str = ""  # NVIDIA's resolution bucket (immediate action): RESET_GPU, REBOOT, RESTART_APP, NONE
+    resolution: str = ""  # NVIDIA's resolution bucket (immediate action): RESET_GPU, RESTART_BM (reboot), RESTART_APP
     source: str = ""
 
 
