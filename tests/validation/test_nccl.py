@@ -298,7 +298,7 @@ def test_the_mpirun_run_that_stopped_at_2_gib_is_suspect():
     assert (verdict.verdict, verdict.passed) == ("suspect", False)
     assert verdict.fraction == pytest.approx(437.89 / 487.0)
     assert verdict.reasons == (
-        "peak bus bandwidth 437.89 GB/s (at 2147483648 B) is 89.9% of the 487 GB/s baseline, below 90%",
+        "peak bus bandwidth 437.89 GB/s (at 2 GiB) is 89.9% of the 487 GB/s baseline, below 90%",
     )
     assert judge(parse_nccl_log(MPIRUN_LOG), 487.0, 0.85).passed
 

@@ -30,12 +30,14 @@ Rules, and why:
 - NaN and infinite values carry no information and are skipped.
 """
 
+import csv
 import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -256,76 +258,40 @@ class XidRule:
     severity: Severity
     action: Action
     why: str
+    mnemonic: str = ""  # NVIDIA's name for the code
+    resolution: str = ""  # NVIDIA's resolution bucket (immediate action): RESET_GPU, RESTART_BM (reboot), RESTART_APP
+    source: str = ""
 
 
-# From NVIDIA's Xid catalogue (docs.nvidia.com/deploy/xid-errors, its resolution buckets) and GPU debug
-# guidelines, read for EC2: a node that needs hardware work is replaced (stop/start lands on a new host).
-XID_RULES: Mapping[int, XidRule] = MappingProxyType(
-    {
-        rule.code: rule
-        for rule in (
-            XidRule(
-                48,
-                "double-bit ECC error",
-                Severity.CRITICAL,
-                Action.RESET_GPU,
-                "An uncorrectable memory error reached the application. Reset the GPU (or reboot) to clear it; "
-                "replace the node if it comes back.",
-            ),
-            XidRule(
-                63,
-                "row remapping recorded",
-                Severity.CRITICAL,
-                Action.RESET_GPU,
-                "A memory row was marked for remapping; it takes effect at the next GPU reset. Reset the GPU "
-                "when the job allows.",
-            ),
-            XidRule(
-                64,
-                "row remapping failed",
-                Severity.CRITICAL,
-                Action.REPLACE_NODE,
-                "The GPU could not remap a failing memory row: its memory can no longer be trusted.",
-            ),
-            XidRule(
-                74,
-                "NVLink error",
-                Severity.CRITICAL,
-                Action.REBOOT_NODE,
-                "A link between GPUs failed. Reboot the node; replace it if the error comes back.",
-            ),
-            XidRule(
-                79,
-                "GPU has fallen off the bus",
-                Severity.CRITICAL,
-                Action.REPLACE_NODE,
-                "The driver lost the GPU on PCIe; a reset cannot reach it. On EC2 the node is replaced.",
-            ),
-            XidRule(
-                92,
-                "high single-bit ECC error rate",
-                Severity.WARNING,
-                Action.MONITOR,
-                "Corrected errors, no harm done yet; watch for double-bit errors or row-remap failures.",
-            ),
-            XidRule(
-                94,
-                "contained ECC error",
-                Severity.CRITICAL,
-                Action.RESET_GPU,
-                "An uncorrectable error was contained to one application, which must be restarted. Reset the "
-                "GPU when convenient so the row remapping takes effect.",
-            ),
-            XidRule(
-                95,
-                "uncontained ECC error",
-                Severity.CRITICAL,
-                Action.REBOOT_NODE,
-                "An uncorrectable error may have reached other applications. Reboot the node now.",
-            ),
-        )
-    }
+# The rules are a data file, NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors, "Analyzing Xid Errors with
+# the Xid Catalog": its resolution bucket per code) read for EC2, where a node that needs hardware work is replaced
+# (stop/start lands on a new host). XID_CATALOG_SOURCE names the driver range the catalog was read for.
+XID_CATALOG_PATH = Path(__file__).with_name("xid_catalog.csv")
+XID_CATALOG_SOURCE = (
+    "NVIDIA Xid catalog (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html), "
+    "R535–R570 data center drivers, retrieved 2026-11"
 )
+
+
+def _load_xid_catalog(path: Path) -> dict[int, XidRule]:
+    rules: dict[int, XidRule] = {}
+    with path.open(newline="", encoding="utf-8") as handle:
+        for row in csv.DictReader(handle):
+            code = int(row["code"])
+            rules[code] = XidRule(
+                code,
+                row["meaning"],
+                Severity(row["severity"]),
+                Action(row["action"]),
+                row["why"],
+                row["mnemonic"],
+                row["nvidia_resolution"],
+                row["source"],
+            )
+    return rules
+
+
+XID_RULES: Mapping[int, XidRule] = MappingProxyType(_load_xid_catalog(XID_CATALOG_PATH))
 OTHER_XID = XidRule(
     None,
     "other Xid",
@@ -333,11 +299,23 @@ OTHER_XID = XidRule(
     Action.RESTART_JOB,
     "Most other Xids come from the application or the driver (13, 31, 43, 45...). Restart the job; open a "
     "case if the same Xid keeps coming back.",
+    resolution="RESTART_APP",
 )
+# Xid 154's message names the recovery the driver now requires ("GPU recovery action changed from 0x0 (None) to
+# 0x1 (GPU Reset Required)"); the exporter's err_msg label carries it when present.
+_RECOVERY_ACTIONS = (("reboot", Action.REBOOT_NODE), ("reset", Action.RESET_GPU))
+XID_RECOVERY_ACTION = 154
 
 
-def xid_rule(code: int) -> XidRule:
-    return XID_RULES.get(code, OTHER_XID)
+def xid_rule(code: int, err_msg: str = "") -> XidRule:
+    rule = XID_RULES.get(code, OTHER_XID)
+    if code == XID_RECOVERY_ACTION and err_msg:
+        # The last state named wins: "changed from 0x1 (GPU Reset Required) to 0x2 (Node Reboot Required)".
+        said = err_msg.lower().rsplit(" to ", 1)[-1]
+        for word, action in _RECOVERY_ACTIONS:
+            if word in said:
+                return replace(rule, action=action)
+    return rule
 
 
 @dataclass(frozen=True)
@@ -526,7 +504,7 @@ def _xid_readings(host: str, gpu: int, value: float, labels: Mapping[str, str]) 
     code = int(value)
     if code == 0:
         return []  # no Xid since the exporter started
-    rule = xid_rule(code)
+    rule = xid_rule(code, labels.get("err_msg", ""))
     name = rule.name if rule.code is not None else (labels.get("err_msg") or rule.name)
     message = f"Xid {code} on GPU {gpu}: {name}"
     return [GpuReading(host, gpu, "xid", rule.severity, code, float(code), message, rule.action)]

@@ -5,7 +5,8 @@ what to do about it on this kind of cluster. The engineer assigned to the organi
 case event. When the condition clears, the case is told so; it stays for a person to close.
 
 The severity comes from INCIDENT_SEVERITY, a table staff can read on the health rules page. Case text is written
-in English, like the cloud's own messages: it is a record, read by both the tenant and the program team.
+once, in the organization's language (Organization.language): it is a record the tenant reads first, and a stored
+text cannot follow each reader's language as a page does. Commands, instance ids and codes stay as they are.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ from contextlib import suppress
 from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.translation import gettext as _
 
 from tenants.access import SYSTEM
 from workloads.clusters.models import Cluster
-from workloads.health.dcgm import Action
+from workloads.health.dcgm import Action, xid_rule
 from workloads.health.models import HealthEvent
 from workloads.support.models import SupportCase
 from workloads.support.services import add_comment, open_case
@@ -43,7 +45,7 @@ INCIDENT_SEVERITY: tuple[IncidentRule, ...] = (
     IncidentRule(Kind.GPU_XID, 64, S2, "Row remap failed: the GPU's memory can no longer be trusted."),
     IncidentRule(Kind.GPU_XID, 74, S2, "NVLink error: collectives on the node fail or slow down."),
     IncidentRule(Kind.GPU_XID, 48, S2, "Double-bit ECC error: the running job was hit."),
-    IncidentRule(Kind.GPU_XID, None, S3, "Other critical Xids (63, 94): a reset at the next chance."),
+    IncidentRule(Kind.GPU_XID, None, S3, "Other critical Xids (63, 94, 119, 120, 140, 143-154): reset or reboot soon."),
     IncidentRule(Kind.ROW_REMAP_FAILURE, None, S2, "Row remap failed: replace the node."),
     IncidentRule(Kind.ECC_DBE_VOLATILE, None, S2, "Uncorrectable memory errors on a running GPU."),
     IncidentRule(Kind.MISSING_GPU, None, S2, "A GPU stopped reporting: usually fallen off the bus."),
@@ -66,36 +68,61 @@ def recommended_action(cluster: Cluster, action: str, *, instance_id: str, gpu: 
     node = host or instance_id
     if action == Action.REPLACE_NODE:
         if cluster.kind == Cluster.Kind.PARALLELCLUSTER:
-            return (
-                f"Replace the node: drain it (scontrol update nodename={node} state=drain reason=health), then "
-                f"terminate the instance (aws ec2 terminate-instances --instance-ids {instance_id}); ParallelCluster "
-                "launches a new one."
-            )
-        return (
-            "Replace the node: aws sagemaker batch-replace-cluster-nodes "
+            return _(
+                "Replace the node: drain it (%(drain)s), then terminate the instance (%(terminate)s); "
+                "ParallelCluster launches a new one."
+            ) % {
+                "drain": f"scontrol update nodename={node} state=drain reason=health",
+                "terminate": f"aws ec2 terminate-instances --instance-ids {instance_id}",
+            }
+        return _("Replace the node: %(command)s") % {
+            "command": "aws sagemaker batch-replace-cluster-nodes "
             f"--cluster-name {cluster.cloud_name} --node-ids {instance_id}"
-        )
+        }
     if action == Action.REBOOT_NODE:
         if cluster.kind == Cluster.Kind.PARALLELCLUSTER:
-            return f"Reboot the node: scontrol reboot ASAP nextstate=resume reason=health {node}"
-        return (
-            "Reboot the node: aws sagemaker batch-reboot-cluster-nodes "
-            f"--cluster-name {cluster.cloud_name} --node-ids {instance_id}"
-        )
+            command = f"scontrol reboot ASAP nextstate=resume reason=health {node}"
+        else:
+            command = (
+                f"aws sagemaker batch-reboot-cluster-nodes --cluster-name {cluster.cloud_name} --node-ids {instance_id}"
+            )
+        return _("Reboot the node: %(command)s") % {"command": command}
     if action == Action.RESET_GPU:
         which = f" -i {gpu}" if gpu is not None else ""
-        return f"Reset the GPU when no job uses it (nvidia-smi -r{which} on {node}), or reboot the node."
+        return _("Reset the GPU when no job uses it (%(command)s on %(node)s), or reboot the node.") % {
+            "command": f"nvidia-smi -r{which}",
+            "node": node,
+        }
     if action == Action.RESTART_JOB:
-        return "Restart the job; open a case if the same error keeps coming back."
-    return "Watch it: nothing to do yet."
+        return _("Restart the job; open a case if the same error keeps coming back.")
+    return _("Watch it: nothing to do yet.")
+
+
+def event_summary(event: HealthEvent) -> str:
+    """What the event is, in the active language. The stored message was written in English when the reading came
+    in; an Xid is said again from its rule (the exporter's own err_msg, for a code without one, stays as sent), and
+    in another language an other event by its kind."""
+    if event.kind == Kind.GPU_XID and event.code is not None:
+        rule = xid_rule(event.code)
+        name = _(rule.name) if rule.code is not None else event.message.partition(": ")[2] or _(rule.name)
+        return _("Xid %(code)d on GPU %(gpu)s: %(name)s") % {"code": event.code, "gpu": event.gpu, "name": name}
+    if translation.get_language() in (None, "en") or translation.get_language().startswith("en-"):
+        return event.message
+    if event.gpu is not None:
+        return _("%(kind)s on GPU %(gpu)d") % {"kind": event.get_kind_display(), "gpu": event.gpu}
+    return str(event.get_kind_display())
+
+
+def _where(event: HealthEvent, *, hostname: bool = True) -> str:
+    where = _("instance %(id)s") % {"id": event.instance_id}
+    if hostname and event.node is not None and event.node.hostname:
+        where += f" ({event.node.hostname})"
+    if event.gpu is not None:
+        where += ", " + _("GPU %(gpu)d") % {"gpu": event.gpu}
+    return where
 
 
 def _event_line(event: HealthEvent, cluster: Cluster) -> str:
-    where = f"instance {event.instance_id}"
-    if event.node is not None and event.node.hostname:
-        where += f" ({event.node.hostname})"
-    if event.gpu is not None:
-        where += f", GPU {event.gpu}"
     code = f", Xid {event.code}" if event.code is not None else ""
     seen = timezone.localtime(event.observed_at).strftime("%Y-%m-%d %H:%M")
     action = recommended_action(
@@ -105,7 +132,8 @@ def _event_line(event: HealthEvent, cluster: Cluster) -> str:
         gpu=event.gpu,
         host=event.node.hostname if event.node else "",
     )
-    return f"- {event.message} — {where}{code}, seen {seen} ({event.get_source_display()}).\n  {action}"
+    seen_text = _("seen %(when)s (%(source)s)") % {"when": seen, "source": event.get_source_display()}
+    return f"- {event_summary(event)} — {_where(event)}{code}, {seen_text}.\n  {action}"
 
 
 def open_case_for(cluster: Cluster, *, category: str) -> SupportCase | None:
@@ -121,6 +149,7 @@ def open_case_for(cluster: Cluster, *, category: str) -> SupportCase | None:
 
 def report(cluster: Cluster, *, category: str, severity: str, title: str, body: str) -> SupportCase:
     """Open a case for the incident, or add it to the cluster's open case of the same category."""
+    # The caller writes title and body in the organization's language (case_language); so is the note added here.
     case = open_case_for(cluster, category=category)
     if case is None:
         return open_case(
@@ -133,23 +162,42 @@ def report(cluster: Cluster, *, category: str, severity: str, title: str, body: 
             workload=cluster.workload,
             cluster=cluster,
         )
-    note = body if severity >= case.severity else f"{body}\n\nSuggested severity: {severity.upper()}."
+    with case_language(cluster):
+        suggested = _("Suggested severity: %(severity)s.") % {"severity": severity.upper()}
+    note = body if severity >= case.severity else f"{body}\n\n{suggested}"
     add_comment(user=SYSTEM, case=case, body=f"{title}\n\n{note}")
     return case
+
+
+def case_language(cluster: Cluster) -> translation.override:
+    """Text a case keeps is written in the organization's language, whoever's request or task produced it."""
+    return translation.override(cluster.organization.language or "en")
 
 
 def report_health(cluster: Cluster, *, opened: Iterable[HealthEvent], cleared: Iterable[HealthEvent]) -> None:
     """Critical events just opened go to a case (one per poll, listing them all); events that cleared and had a
     case say so on it. Runs inside the transaction that wrote the events."""
+    with case_language(cluster):
+        _report_health(cluster, opened=opened, cleared=cleared)
+
+
+def _report_health(cluster: Cluster, *, opened: Iterable[HealthEvent], cleared: Iterable[HealthEvent]) -> None:
     critical = [e for e in opened if e.severity == HealthEvent.Severity.CRITICAL and e.case_id is None]
     if critical:
         severity = min(case_severity(e.kind, e.code) for e in critical)  # "s1" < "s2": the most severe
         first = critical[0]
-        more = f" and {len(critical) - 1} more" if len(critical) > 1 else ""
-        title = f"{first.message} on {first.instance_id}{more} — cluster {cluster.name}"
-        body = "The portal saw on cluster {name}:\n{lines}".format(
-            name=cluster.name, lines="\n".join(_event_line(e, cluster) for e in critical)
-        )
+        if len(critical) > 1:
+            title = _("%(event)s on %(instance)s and %(more)d more — cluster %(cluster)s")
+        else:
+            title = _("%(event)s on %(instance)s — cluster %(cluster)s")
+        title %= {
+            "event": event_summary(first),
+            "instance": first.instance_id,
+            "more": len(critical) - 1,
+            "cluster": cluster.name,
+        }
+        body = _("The portal saw on cluster %(cluster)s:") % {"cluster": cluster.name}
+        body += "\n" + "\n".join(_event_line(e, cluster) for e in critical)
         case = report(cluster, category=SupportCase.Category.NODE_HEALTH, severity=severity, title=title, body=body)
         HealthEvent.objects.filter(pk__in=[e.pk for e in critical]).update(case=case)
     by_case: dict[int, list[HealthEvent]] = {}
@@ -157,9 +205,7 @@ def report_health(cluster: Cluster, *, opened: Iterable[HealthEvent], cleared: I
         if event.case_id is not None:
             by_case.setdefault(event.case_id, []).append(event)
     for case in SupportCase.objects.for_org(cluster.organization).filter(pk__in=by_case):
-        lines = "\n".join(
-            f"- {e.message} — instance {e.instance_id}{f', GPU {e.gpu}' if e.gpu is not None else ''}"
-            for e in by_case[case.pk]
-        )
+        lines = "\n".join(f"- {event_summary(e)} — " + _where(e, hostname=False) for e in by_case[case.pk])
+        cleared_text = _("Condition cleared: the readings are normal again.")
         with suppress(ValidationError):  # a closed case takes no comment: someone already dealt with it
-            add_comment(user=SYSTEM, case=case, body=f"Condition cleared: the readings are normal again.\n{lines}")
+            add_comment(user=SYSTEM, case=case, body=f"{cleared_text}\n{lines}")

@@ -3,6 +3,7 @@ the rules the portal applies — Xid and metric rules, case severities, NCCL bas
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import defaultdict
 from decimal import Decimal
@@ -21,7 +22,7 @@ from portal.pages import paginate, render_page
 from tenants.access import is_program_manager, is_program_staff, require_program_staff, visible_organizations
 from tenants.models import InstanceType
 from workloads.clusters.models import Cluster, ClusterNode
-from workloads.health.dcgm import METRIC_RULES, OTHER_XID, XID_RULES
+from workloads.health.dcgm import METRIC_RULES, OTHER_XID, XID_CATALOG_SOURCE, XID_RULES
 from workloads.health.forms import BaselineForm, IncidentFilterForm
 from workloads.health.incidents import INCIDENT_SEVERITY
 from workloads.health.models import HealthEvent, PrometheusSource
@@ -189,9 +190,10 @@ def health_rules(request):
                 )
                 return redirect("health:rules")
     context = {
-        "xid_rules": [*XID_RULES.values(), OTHER_XID],
-        "metric_rules": METRIC_RULES,
-        "incident_rules": INCIDENT_SEVERITY,
+        "xid_rules": [_translated(rule) for rule in (*XID_RULES.values(), OTHER_XID)],
+        "xid_source": XID_CATALOG_SOURCE,
+        "metric_rules": [_translated(rule) for rule in METRIC_RULES],
+        "incident_rules": [_translated(rule, words=("why",)) for rule in INCIDENT_SEVERITY],
         "baselines": NcclBaseline.objects.select_related("instance_type", "updated_by"),
         "sources": PrometheusSource.objects.visible_to(request.user).select_related("organization"),
         "form": form,
@@ -199,3 +201,16 @@ def health_rules(request):
         "default_fraction": Decimal("0.90"),
     }
     return render_page(request, "workloads/health/rules.html", context, status=400 if form.errors else 200)
+
+
+# The rule tables' words (meanings, conditions, why, actions) in the reader's language; codes, metric names, kinds and
+# NVIDIA's mnemonics and resolution buckets are identifiers and stay as they are.
+_RULE_WORDS = ("name", "condition", "why", "action", "severity")
+
+
+def _translated(rule, *, words: tuple[str, ...] = _RULE_WORDS) -> dict:
+    row = dataclasses.asdict(rule)
+    for field in words:
+        if row.get(field):
+            row[field] = _(str(row[field]))
+    return row

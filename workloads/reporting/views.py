@@ -11,6 +11,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import FileResponse
 from django.shortcuts import get_object_or_404, redirect
+from django.utils import translation
 from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
@@ -58,7 +59,7 @@ def reporter(request, pk: int):
         "new": new,
         "tokens": tokens,
         "portal_url": settings.PORTAL_URL.rstrip("/"),
-        "guide": install_guide(settings.PORTAL_URL.rstrip("/"), cluster.pk),
+        "guide": install_guide(settings.PORTAL_URL.rstrip("/"), cluster.pk, language=cluster.organization.language),
         "silent_after": cluster.report_interval_seconds * services.SILENT_AFTER_INTERVALS,
     }
     return render_page(request, "workloads/reporting/reporter.html", context, status=400 if form.errors else 200)
@@ -67,10 +68,20 @@ def reporter(request, pk: int):
 reporter.tenant_model = Cluster
 
 
-def install_guide(portal_url: str, cluster_id: int) -> str:
+def guide_paragraphs() -> list[str]:
+    """The script's install guide (its docstring, without its summary and the paragraph about the examples), in
+    paragraphs. The prose ones are msgids of the workloads catalog: the script stays standard-library English."""
+    return fmp_reporter.__doc__.split("\n\n", 2)[2].split("\n\n")
+
+
+def install_guide(portal_url: str, cluster_id: int, *, language: str = "en") -> str:
     """The script's own install guide (its docstring) with this portal's address and this cluster's id in place
-    of the examples, so the page and the script never say two different things."""
-    guide = fmp_reporter.__doc__.split("\n\n", 2)[2]  # without its summary and the paragraph about the examples
+    of the examples, so the page and the script never say two different things; its prose in the organization's
+    language (commands and files have no entry in the catalog, so they stay as they are)."""
+    with translation.override(language or "en"):
+        guide = "\n\n".join(
+            _(paragraph.rstrip("\n")) + paragraph[len(paragraph.rstrip("\n")) :] for paragraph in guide_paragraphs()
+        )
     guide = guide.replace(fmp_reporter.EXAMPLE_PORTAL, portal_url)
     return guide.replace(f"FMP_CLUSTER_ID={fmp_reporter.EXAMPLE_CLUSTER}", f"FMP_CLUSTER_ID={cluster_id}").replace(
         f"cluster id {fmp_reporter.EXAMPLE_CLUSTER}", f"cluster id {cluster_id}"

@@ -4,6 +4,8 @@ from django import template
 from django.utils.html import format_html
 from django.utils.http import urlencode
 
+from workloads.validation.nccl import format_size
+
 register = template.Library()
 
 SCALES = ((10**12, "T"), (10**9, "B"), (10**6, "M"), (10**3, "K"))
@@ -39,3 +41,9 @@ def sort_link(context, key: str, label: str) -> str:
         label,
         format_html('&nbsp;<span aria-hidden="true">{}</span>', arrow) if arrow else "",
     )
+
+
+@register.filter
+def binary_size(value) -> str:
+    """A message size in binary units (16 GiB), as nccl-tests users say it; Django's filesizeformat says "GB"."""
+    return format_size(int(value)) if value is not None else ""

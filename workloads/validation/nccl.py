@@ -31,6 +31,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from django.utils.translation import gettext as _
+
 from workloads.telemetry_errors import ParseError
 
 _PREFIX = re.compile(r"^(?:\s*\d+:|\[\d+,\d+\]<std(?:out|err)>:|\[\d+\] )")
@@ -218,6 +220,14 @@ def _collective(started: str | None, named: set[str]) -> str | None:
     return named.pop() if len(named) == 1 else None
 
 
+def format_size(size_bytes: int) -> str:
+    """A message size the way nccl-tests users say it: in binary units (16 GiB, 512 MiB), never raw bytes."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(size_bytes) >= scale:
+            return f"{size_bytes / scale:.3g} {unit}"
+    return f"{size_bytes} B"
+
+
 def judge(
     run: NcclRun,
     baseline_busbw_gbps: float = P5_MULTINODE_BASELINE.busbw_gbps,
@@ -235,11 +245,20 @@ def judge(
     reasons = []
     if fraction < min_fraction:
         reasons.append(
-            f"peak bus bandwidth {run.peak_busbw_gbps:g} GB/s (at {run.peak_size_bytes} B) is {fraction:.1%} of the "
-            f"{baseline_busbw_gbps:g} GB/s baseline, below {min_fraction:.0%}"
+            _(
+                "peak bus bandwidth %(peak)s GB/s (at %(size)s) is %(fraction)s of the %(baseline)s GB/s baseline, "
+                "below %(min)s"
+            )
+            % {
+                "peak": f"{run.peak_busbw_gbps:g}",
+                "size": format_size(run.peak_size_bytes),
+                "fraction": f"{fraction:.1%}",
+                "baseline": f"{baseline_busbw_gbps:g}",
+                "min": f"{min_fraction:.0%}",
+            }
         )
     if wrong:
-        reasons.append(f"{wrong} wrong values reported: the collective returned bad data")
+        reasons.append(_("%(n)d wrong values reported: the collective returned bad data") % {"n": wrong})
     return Judgement(
         verdict="suspect" if reasons else "passed",
         peak_busbw_gbps=run.peak_busbw_gbps,

@@ -20,12 +20,19 @@ from django.utils.translation import gettext as _
 from tenants.access import SYSTEM, require_program_manager
 from tenants.models import InstanceType
 from workloads.clusters.models import Cluster, ClusterInstanceGroup
-from workloads.health.incidents import case_severity, open_case_for, report
+from workloads.health.incidents import case_language, case_severity, open_case_for, report
 from workloads.support.models import SupportCase
 from workloads.support.services import add_comment
 from workloads.telemetry_errors import field_errors
 from workloads.validation.models import NcclBaseline, NcclValidation
-from workloads.validation.nccl import P5_MULTINODE_BASELINE, busbw_ceiling, check_plausible, judge, parse_nccl_log
+from workloads.validation.nccl import (
+    P5_MULTINODE_BASELINE,
+    busbw_ceiling,
+    check_plausible,
+    format_size,
+    judge,
+    parse_nccl_log,
+)
 
 MAX_LOG_CHARS = 1_000_000  # kept for support to read; a longer log is kept cut, with a note
 MAX_NODES = 10_000
@@ -129,25 +136,29 @@ def record_validation(
         log_digest=digest,
         submitted_by=actor if actor is not None and actor.is_authenticated else None,
     )
+    # The verdict's reasons are kept and go into the case: written in the organization's language.
     if not collective:
         validation.verdict = NcclValidation.Verdict.NO_BASELINE
-        validation.reasons = [
-            _(
-                "The log does not say which test ran (nccl-tests before 2.16 print no banner): post it again with "
-                "its collective, e.g. alltoall, to have it judged."
-            )
-        ]
+        with case_language(cluster):
+            validation.reasons = [
+                _(
+                    "The log does not say which test ran (nccl-tests before 2.16 print no banner): post it again "
+                    "with its collective, e.g. alltoall, to have it judged."
+                )
+            ]
     elif baseline is None:
         validation.verdict = NcclValidation.Verdict.NO_BASELINE
-        validation.reasons = [
-            _(
-                "No %(collective)s baseline for %(type)s on %(nodes)d nodes: not judged; program staff set one on "
-                "the health rules page."
-            )
-            % {"collective": collective, "type": instance_type, "nodes": nodes}
-        ]
+        with case_language(cluster):
+            validation.reasons = [
+                _(
+                    "No %(collective)s baseline for %(type)s on %(nodes)d nodes: not judged; program staff set one "
+                    "on the health rules page."
+                )
+                % {"collective": collective, "type": instance_type, "nodes": nodes}
+            ]
     else:
-        judgement = judge(run, baseline.busbw_gbps, float(baseline.min_fraction))
+        with case_language(cluster):
+            judgement = judge(run, baseline.busbw_gbps, float(baseline.min_fraction))
         validation.baseline = baseline
         validation.baseline_busbw_gbps, validation.baseline_nodes = baseline.busbw_gbps, baseline.nodes
         validation.min_fraction, validation.fraction = baseline.min_fraction, judgement.fraction
@@ -155,7 +166,8 @@ def record_validation(
         validation.verdict = judgement.verdict
         validation.reasons = list(judgement.reasons)
     validation.save()
-    _follow_up(cluster, validation, now=now or timezone.now())
+    with case_language(cluster):
+        _follow_up(cluster, validation, now=now or timezone.now())
     return validation, True
 
 
@@ -171,19 +183,35 @@ def _shape(run) -> str:
 def _follow_up(cluster: Cluster, validation: NcclValidation, *, now: datetime) -> None:
     if validation.verdict == NcclValidation.Verdict.SUSPECT:
         Cluster.objects.filter(pk=cluster.pk, interconnect_suspect_since=None).update(interconnect_suspect_since=now)
-        title = (
-            f"Interconnect suspect on cluster {cluster.name}: {validation.collective} peak "
-            f"{validation.peak_busbw_gbps:g} GB/s on {validation.nodes} nodes"
-        )
+        figures = {
+            "cluster": cluster.name,
+            "collective": validation.collective,
+            "peak": f"{validation.peak_busbw_gbps:g}",
+            "nodes": validation.nodes,
+            "type": validation.instance_type,
+            "size": format_size(validation.peak_size_bytes),
+            "average": f"{validation.avg_busbw_gbps:g} GB/s"
+            if validation.avg_busbw_gbps is not None
+            else _("not reported"),
+            "baseline": f"{validation.baseline_busbw_gbps:g}",
+            "baseline_nodes": validation.baseline_nodes,
+        }
+        title = _("Interconnect suspect on cluster %(cluster)s: %(collective)s peak %(peak)s GB/s on %(nodes)d nodes")
         body = (
-            f"An nccl-tests run on {validation.nodes} × {validation.instance_type} reached "
-            f"{validation.peak_busbw_gbps:g} GB/s at {validation.peak_size_bytes:,} bytes "
-            f"(average {validation.avg_busbw_gbps if validation.avg_busbw_gbps is not None else 'not reported'}), "
-            f"against a baseline of {validation.baseline_busbw_gbps:g} GB/s on {validation.baseline_nodes} nodes.\n"
+            _(
+                "An nccl-tests run on %(nodes)d × %(type)s reached %(peak)s GB/s at %(size)s (average %(average)s), "
+                "against a baseline of %(baseline)s GB/s on %(baseline_nodes)d nodes."
+            )
+            % figures
+            + "\n"
             + "\n".join(f"- {reason}" for reason in validation.reasons)
-            + "\nCheck EFA on every node (fi_info -p efa; the EFA exporter's error counters), the aws-ofi-nccl and "
-            "NCCL versions, and run the test again node pair by node pair to find the slow one."
+            + "\n"
+            + _(
+                "Check EFA on every node (fi_info -p efa; the EFA exporter's error counters), the aws-ofi-nccl and "
+                "NCCL versions, and run the test again node pair by node pair to find the slow one."
+            )
         )
+        title %= figures
         case = report(
             cluster,
             category=SupportCase.Category.NETWORKING,
@@ -201,8 +229,11 @@ def _follow_up(cluster: Cluster, validation: NcclValidation, *, now: datetime) -
                 add_comment(
                     user=SYSTEM,
                     case=case,
-                    body=f"Condition cleared: a later nccl-tests run reached {validation.peak_busbw_gbps:g} GB/s "
-                    f"({validation.fraction:.0%} of the baseline).",
+                    body=_(
+                        "Condition cleared: a later nccl-tests run reached %(peak)s GB/s "
+                        "(%(fraction)s of the baseline)."
+                    )
+                    % {"peak": f"{validation.peak_busbw_gbps:g}", "fraction": f"{validation.fraction:.0%}"},
                 )
 
 

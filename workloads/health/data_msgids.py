@@ -1,0 +1,124 @@
+# ruff: noqa: E501 - msgids are kept whole, one per line, so a diff shows which text changed
+"""The msgids of text that lives as data, not as literals in gettext calls: the Xid catalog (xid_catalog.csv), the
+rule tables of workloads.health.dcgm and .incidents, the actions, and the prose of the reporter's install guide (the
+script's docstring). Listed here so `make makemessages` extracts them and never marks their Japanese obsolete;
+tests/health/test_xid_catalog.py names any that is missing here or has no Japanese."""
+
+from django.utils.translation import gettext_noop
+
+MSGIDS = (
+    gettext_noop("double-bit ECC error"),
+    gettext_noop(
+        "An uncorrectable memory error reached the application. Reset the GPU (or reboot) to clear it; replace the node if it comes back."
+    ),
+    gettext_noop("row remapping recorded"),
+    gettext_noop(
+        "A memory row was marked for remapping; it takes effect at the next GPU reset. Reset the GPU when the job allows."
+    ),
+    gettext_noop("row remapping failed"),
+    gettext_noop(
+        "The GPU could not remap a failing memory row: its memory can no longer be trusted. NVIDIA resets and then contacts support; on EC2 the node is replaced."
+    ),
+    gettext_noop("NVLink error"),
+    gettext_noop(
+        "A link between GPUs failed. Reboot the node (which resets every GPU of the NVLink domain); replace it if the error comes back."
+    ),
+    gettext_noop("GPU has fallen off the bus"),
+    gettext_noop(
+        "The driver lost the GPU on PCIe; a reset cannot reach it. NVIDIA reboots the node; on EC2 the node is replaced."
+    ),
+    gettext_noop("high single-bit ECC error rate"),
+    gettext_noop("Corrected errors, no harm done yet; watch for double-bit errors or row-remap failures."),
+    gettext_noop("contained ECC error"),
+    gettext_noop(
+        "An uncorrectable error was contained to one application, which must be restarted. Reset the GPU when convenient so the row remapping takes effect."
+    ),
+    gettext_noop("uncontained ECC error"),
+    gettext_noop("An uncorrectable error may have reached other applications. Reboot the node now."),
+    gettext_noop("GSP RPC timeout"),
+    gettext_noop(
+        "The GPU System Processor (the firmware that runs the driver's core on H100/H200) stopped answering. The GPU is wedged until it is reset; a driver update may be due if it recurs."
+    ),
+    gettext_noop("GSP error"),
+    gettext_noop(
+        "The GPU System Processor's firmware hit an error. Reset the GPU; a driver update may be due if it recurs."
+    ),
+    gettext_noop("unrecovered ECC error"),
+    gettext_noop(
+        "An uncorrectable memory error the GPU could not contain or remap. Reset the GPU; replace the node if it comes back."
+    ),
+    gettext_noop("GPU initialization failure"),
+    gettext_noop(
+        "The GPU failed to initialize: it is not usable until it is reset; replace the node if the reset does not help."
+    ),
+    gettext_noop("NVLink SAW error"),
+    gettext_noop(
+        "An NVLink unit error (H100 and later). The driver's recovery action (Xid 154) follows; reset the GPU, or reboot if the driver asks for it."
+    ),
+    gettext_noop("NVLink RLW error"),
+    gettext_noop("NVLink TLW error"),
+    gettext_noop("NVLink TREX error"),
+    gettext_noop("NVLink NVLPW control error"),
+    gettext_noop("NVLink NETIR error"),
+    gettext_noop("NVLink MSE error"),
+    gettext_noop("GPU recovery action changed"),
+    gettext_noop(
+        "The driver says what the GPU needs: its message reads GPU Reset Required, Node Reboot Required or Drain P2P. The exporter's err_msg gives it when present; without it the portal asks for a reboot, which covers a reset too."
+    ),
+    gettext_noop("other Xid"),
+    gettext_noop(
+        "Most other Xids come from the application or the driver (13, 31, 43, 45...). Restart the job; open a case if the same Xid keeps coming back."
+    ),
+    gettext_noop("above 0"),
+    gettext_noop(
+        "Uncorrectable memory errors on a running GPU. Reset the GPU or reboot; replace the node if they come back."
+    ),
+    gettext_noop("History, possibly long fixed by row remapping: worth watching, not acting on."),
+    gettext_noop("The spare rows did their job; a failed remap is what needs action."),
+    gettext_noop("The GPU has no way left to retire failing memory: its memory can no longer be trusted."),
+    gettext_noop("Work continues meanwhile; reset the GPU when the job allows."),
+    # xgettext:no-python-format
+    gettext_noop("throttled by heat for 1% of the window or more"),
+    gettext_noop(
+        "A healthy P5 does not throttle for heat, and cooling is the host's: a GPU that keeps doing it needs a new node."
+    ),
+    # xgettext:no-python-format
+    gettext_noop("capped by power for 50% of the window or more"),
+    gettext_noop(
+        "Brief capping is GPU Boost at work under load; capped most of the time, a GPU slows the whole job: compare it with the node's other GPUs."
+    ),
+    gettext_noop("fewer GPUs reporting than the instance has"),
+    gettext_noop("A GPU that stops reporting has usually fallen off the bus (Xid 79)."),
+    gettext_noop("GPU fallen off the bus: the node's jobs fail until it is replaced."),
+    gettext_noop("Uncontained ECC error: other jobs on the node may have bad data."),
+    gettext_noop("Row remap failed: the GPU's memory can no longer be trusted."),
+    gettext_noop("NVLink error: collectives on the node fail or slow down."),
+    gettext_noop("Double-bit ECC error: the running job was hit."),
+    gettext_noop("Other critical Xids (63, 94, 119, 120, 140, 143-154): reset or reboot soon."),
+    gettext_noop("Row remap failed: replace the node."),
+    gettext_noop("Uncorrectable memory errors on a running GPU."),
+    gettext_noop("A GPU stopped reporting: usually fallen off the bus."),
+    gettext_noop("The cloud reports the node failed."),
+    gettext_noop("The cloud lost the node."),
+    gettext_noop("Interconnect under its baseline: jobs run, slower than they should."),
+    gettext_noop("Any other critical event."),
+    gettext_noop("monitor"),
+    gettext_noop("restart job"),
+    gettext_noop("reset GPU"),
+    gettext_noop("reboot node"),
+    gettext_noop("replace node"),
+    gettext_noop(
+        "1. The script, a user to run it as, and its settings (cron, systemd and the script read this file).\n   Leave out FMP_DCGM_PORT if the nodes run no dcgm-exporter. The user must be allowed to run\n   `sacct -a`: any user is, unless slurm.conf sets PrivateData=jobs (then run it as root)."
+    ),
+    gettext_noop("2. The token shown on the cluster's page: run this, paste the token, press Enter, then Ctrl-D."),
+    gettext_noop("3. Try it, sending nothing, then for real:"),
+    gettext_noop("4. EITHER cron, every 5 minutes (output to syslog, tag fmp-reporter):"),
+    gettext_noop("   OR a systemd timer (logs: journalctl -u fmp-reporter):"),
+    gettext_noop(
+        "FMP_INTERVAL (--interval) must match the schedule, in seconds (every 5 minutes: 300): the portal\nmarks the reporter silent after 3 intervals without a report."
+    ),
+    gettext_noop("5. After an nccl-tests run, post its log (`-` reads standard input):"),
+    gettext_noop(
+        "Settings come from the command line, else FMP_* environment variables, else /etc/fmp-reporter/env\n(another file: FMP_ENV_FILE). Exit status: 0 all sent; 1 refused by the portal (its message is\nprinted); 2 the portal unreachable after retries, or a local problem (no sacct, unreadable token)."
+    ),
+)
