@@ -205,7 +205,12 @@ def test_a_malformed_exporter_line_is_a_400_naming_it_and_keeps_nothing(member_a
     text = exporter_text({0: 79}) + 'DCGM_FI_DEV_XID_ERRORS{gpu="1",Hostname="ip-10-1-0-1"} seventy\n'
     response = post_metrics(member_api, cluster, text)
     assert response.status_code == 400
-    assert response.json() == {"metrics": ["line 10: DCGM_FI_DEV_XID_ERRORS: the value 'seventy' is not a number"]}
+    assert response.json() == {
+        "metrics": [
+            "line 10: the Prometheus text parser refuses "
+            '\'DCGM_FI_DEV_XID_ERRORS{gpu="1",Hostname="ip-10-1-0-1"} seventy\' (the value is not a number)'
+        ]
+    }
     assert not HealthEvent.objects.exists() and not SupportCase.objects.exists()
 
 
@@ -353,7 +358,10 @@ def test_an_empty_exporter_text_is_refused_and_clears_nothing(member_api, cluste
 @pytest.mark.parametrize(
     ("line_text", "says"),
     [
-        ('DCGM_FI_DEV_XID_ERRORS{gpu="70000",Hostname="ip-10-1-0-1"} 79\n', "GPU index 70000"),
+        (
+            'DCGM_FI_DEV_XID_ERRORS{gpu="70000",Hostname="ip-10-1-0-1"} 79\n',
+            "names GPU 70000, but the instance has 8 GPUs",
+        ),
         ('DCGM_FI_DEV_XID_ERRORS{gpu="9",Hostname="ip-10-1-0-1"} 1e30\n', "must be an Xid code"),
     ],
 )
@@ -363,8 +371,14 @@ def test_exporter_values_no_column_can_hold_are_400s(member_api, cluster, line_t
     assert not HealthEvent.objects.exists()
 
 
-def test_an_infinite_counter_is_no_reading(member_api, cluster):
-    text = exporter_text({}) + 'DCGM_FI_DEV_THERMAL_VIOLATION{gpu="0",Hostname="ip-10-1-0-1"} +Inf\n'
+def test_an_infinite_counter_is_refused_and_a_nan_is_no_reading(member_api, cluster):
+    # No GPU is throttled for ever: like a temperature of 1e308, a 400 naming the line, nothing kept.
+    text = exporter_text({0: 79}) + 'DCGM_FI_DEV_THERMAL_VIOLATION{gpu="0",Hostname="ip-10-1-0-1"} +Inf\n'
+    response = post_metrics(member_api, cluster, text)
+    assert response.status_code == 400
+    assert response.json()["metrics"][0].startswith("line 10: DCGM_FI_DEV_THERMAL_VIOLATION on GPU 0 is inf ns")
+    assert not HealthEvent.objects.exists()
+    text = exporter_text({}) + 'DCGM_FI_DEV_THERMAL_VIOLATION{gpu="0",Hostname="ip-10-1-0-1"} NaN\n'
     assert post_metrics(member_api, cluster, text).status_code == 200
     assert cluster.nodes.get(instance_id="i-0001").gpu_counters == {}
 
