@@ -1,5 +1,6 @@
 """dcgm-exporter text, the Prometheus query shape, and the health rules applied to both."""
 
+import contextlib
 import json
 import math
 from pathlib import Path
@@ -517,3 +518,19 @@ def test_a_counter_typed_family_keeps_its_name():
 def test_the_newer_exporters_hostname_label_names_the_node():
     text = node(xid={0: 79}).replace("Hostname=", "hostname=")
     assert {r.host for r in readings(text)} == {HOST}
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(
+                ['m{gpu="0"} 1', "# TYPE m counter", "# HELP m x", 'DCGM_FI_DEV_GPU_TEMP{gpu="1"} 41', "m_total 2", ""]
+            ),
+            st.text(st.sampled_from('m{}="\\ ,#01eE+-.naIf_TYPE\t'), max_size=20),
+        ),
+        max_size=8,
+    )
+)
+def test_any_text_is_read_or_refused_with_a_parse_error(lines):
+    with contextlib.suppress(ParseError):  # a refusal is fine; any other exception would be a 500
+        parse_exposition("\n".join(lines) + "\n")

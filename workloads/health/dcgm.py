@@ -103,7 +103,7 @@ def parse_exposition(text: str) -> Exposition:
             sampled.add(name.group())
         sample_lines.append((number, line))
     try:
-        parsed = [sample for family in text_string_to_metric_families(text) for sample in _original_names(family)]
+        parsed = [sample for family in text_string_to_metric_families(text) for sample in _samples(family)]
     except ValueError as error:
         raise _located(lines, error) from error
     if len(parsed) != len(sample_lines):  # the library reads one sample per sample line; never seen otherwise
@@ -117,16 +117,21 @@ def parse_exposition(text: str) -> Exposition:
         if key in series:
             raise ParseError(number, f"{name} with these labels was already given on line {series[key]}")
         series[key] = number
-        value = float(value)
+        try:
+            value = float(value)  # the library gives a whole number as an int, of any size
+        except OverflowError:
+            raise ParseError(number, f"{name}: the value is too large for a number") from None
         problem = implausible(name, labels, value)
         if problem:
             raise ParseError(number, problem)
+        if timestamp is not None and not math.isfinite(timestamp):
+            raise ParseError(number, f"{name}: the timestamp is not a time")
         stamp = round(timestamp * 1000) if timestamp is not None else None
         samples.append(MetricSample(name, MappingProxyType(dict(labels)), value, stamp, number))
     return Exposition(tuple(samples), MappingProxyType(types), MappingProxyType(helps))
 
 
-def _original_names(family):
+def _samples(family):
     for sample in family.samples:
         yield sample.name, sample.labels, sample.value, sample.timestamp
 
