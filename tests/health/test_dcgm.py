@@ -1,5 +1,6 @@
 """dcgm-exporter text, the Prometheus query shape, and the health rules applied to both."""
 
+import contextlib
 import json
 import math
 from pathlib import Path
@@ -18,6 +19,7 @@ from workloads.health.dcgm import (
     parse_exposition,
     prometheus_vector_pairs,
     sample_pairs,
+    unsupported_fields,
     xid_rule,
 )
 from workloads.telemetry_errors import ParseError
@@ -152,19 +154,19 @@ def test_help_unescapes_backslash_and_newline_and_comments_are_ignored():
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
-        ('m{a="x\\ty"} 1\n', "line 1: the value of a has an invalid escape \\\\t"),
-        ('m{a="open} 1\n', "line 1: the value of the label a has no closing double quote"),
-        ("m{a=x} 1\n", "line 1: the value of the label a must be in double quotes"),
-        ('m{a="1",a="2"} 1\n', "line 1: the label a is given twice"),
-        ('m{1a="1"} 1\n', "line 1: expected a label name or } at column 3"),
-        ('m{a="1" b="2"} 1\n', "line 1: expected , or } after the label a"),
-        ("m\n", "line 1: m has no value"),
-        ("m one\n", "line 1: m: the value 'one' is not a number"),
-        ("m 1_000\n", "line 1: m: the value '1_000' is not a number"),
-        ("m 1 2 3\n", "line 1: m: expected a value and an optional timestamp"),
-        ("m 1 1.5\n", "line 1: m: the timestamp '1.5' is not whole milliseconds"),
-        ("9m 1\n", "line 1: expected a metric name"),
-        ("m-x 1\n", "line 1: unexpected '-' after the metric name m"),
+        ('m{a="open} 1\n', "line 1: the Prometheus text parser refuses 'm{a=\"open} 1'"),
+        ("m{a=x} 1\n", "line 1: the Prometheus text parser refuses 'm{a=x} 1' (the labels cannot be read)"),
+        ('x 1\nm{a="1",a="2"} 1\n', "line 2: the Prometheus text parser refuses"),
+        ('m{1a="1"} 1\n', "line 1: the Prometheus text parser refuses"),
+        ('m{a="1" b="2"} 1\n', "line 1: the Prometheus text parser refuses"),
+        ("m\n", "line 1: the Prometheus text parser refuses 'm' (no valid metric name)"),
+        (
+            "# HELP m x\nm one\n",
+            "line 2: the Prometheus text parser refuses 'm one' (the value is not a number)",
+        ),
+        ("m 1_000\n", "line 1: the Prometheus text parser refuses 'm 1_000' (the value is not a number)"),
+        ("9m 1\n", "line 1: the Prometheus text parser refuses '9m 1' (no valid metric name)"),
+        ("m-x 1\n", "line 1: the Prometheus text parser refuses"),
         ("# TYPE m gauge\n# TYPE m gauge\nm 1\n", "line 2: a second TYPE line for m"),
         ("# TYPE m meter\nm 1\n", "line 1: TYPE of m must be one of"),
         ("m 1\n# TYPE m gauge\n", "line 2: the TYPE line for m comes after its samples"),
@@ -417,3 +419,118 @@ def test_a_failed_or_odd_query_result_is_refused(payload, problem):
 
 def test_an_empty_vector_is_no_readings():
     assert prometheus_vector_pairs({"status": "success", "data": {"resultType": "vector", "result": []}}) == []
+
+
+# -- DCGM's blanks and the physical bounds (issue 24) ---------------------------------------------
+
+INT64_NOT_SUPPORTED = "9223372036854775794"  # DCGM_INT64_BLANK + 2, as an older dcgm-exporter prints it
+
+
+def sample_with(line_name, value):
+    """The real exporter scrape with one more family, valued as given, on its GPU 0."""
+    text = SAMPLE.read_text()
+    labels = text.splitlines()[-1].split("{", 1)[1].split("}", 1)[0]
+    return text + f"# TYPE {line_name} gauge\n{line_name}{{{labels}}} {value}\n"
+
+
+@pytest.mark.parametrize(
+    "value", [INT64_NOT_SUPPORTED, "9223372036854775792", "2147483634", "140737488355330", "9.223372036854776e+18"]
+)
+def test_a_dcgm_blank_is_no_reading_not_an_event(value):
+    text = sample_with("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", value)
+    got = pairs(text)
+    assert classify(got) == ()
+    assert unsupported_fields(got) == {(SAMPLE_HOST, 0): {"ecc_dbe_volatile"}}
+
+
+def test_a_blank_xid_is_no_reading_not_a_refusal():
+    text = SAMPLE.read_text().replace(
+        'pod="cuda-75454ffb9f-jpwkc"} 0\n# HELP DCGM_FI_DEV_FB_FREE',
+        f'pod="cuda-75454ffb9f-jpwkc"}} {INT64_NOT_SUPPORTED}\n# HELP DCGM_FI_DEV_FB_FREE',
+    )
+    assert INT64_NOT_SUPPORTED in text
+    got = pairs(text)
+    assert classify(got, expected_gpus=1) == ()
+    assert unsupported_fields(got) == {(SAMPLE_HOST, 0): {"xid"}}
+
+
+def test_blanks_through_prometheus_are_blanks_too():
+    payload = as_query_result(node(ECC_DBE_VOL_TOTAL={2: INT64_NOT_SUPPORTED}))
+    assert payload["data"]["result"][-1]["value"][1] == "9223372036854775808"  # a float64 in Prometheus
+    got = prometheus_vector_pairs(payload)
+    assert classify(got, expected_gpus=8) == ()
+    assert unsupported_fields(got) == {(HOST, 2): {"ecc_dbe_volatile"}}
+
+
+def test_a_real_count_beside_a_blank_is_still_read():
+    got = readings(node(ECC_DBE_VOL_TOTAL={0: INT64_NOT_SUPPORTED, 1: 2}))
+    assert [(r.gpu, r.kind, r.value) for r in got] == [(1, "ecc_dbe_volatile", 2.0)]
+
+
+@pytest.mark.parametrize(
+    ("family", "value", "problem"),
+    [
+        ("DCGM_FI_DEV_GPU_TEMP", "1e308", "DCGM_FI_DEV_GPU_TEMP on GPU 0 is 1e+308 °C: outside -40..150"),
+        ("DCGM_FI_DEV_GPU_TEMP", "-273", "outside -40..150"),
+        (
+            "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+            "-1",
+            "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL on GPU 0 is -1 errors: outside 0..1e+12",
+        ),
+        ("DCGM_FI_DEV_THERMAL_VIOLATION", "-5", "outside 0..1e+18"),
+        ("DCGM_FI_DEV_POWER_USAGE", "1e9", "is 1e+09 W: outside 0..2000"),
+        ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "7", "outside 0..1"),
+        ("DCGM_FI_DEV_GPU_TEMP", "+Inf", "is inf °C"),
+    ],
+)
+def test_impossible_values_are_refused_naming_the_line(family, value, problem):
+    text = sample_with(family, value)
+    with pytest.raises(ParseError, match=r"line 32: .*" + problem.replace("+", r"\+").replace(".", r"\.")):
+        parse_exposition(text)
+
+
+def test_impossible_values_from_prometheus_are_refused_too():
+    got = prometheus_vector_pairs(as_query_result(node(GPU_TEMP={})))
+    got[0] = ({**got[0][0]}, 1e308)
+    with pytest.raises(ParseError, match="DCGM_FI_DEV_GPU_TEMP on GPU 0 is 1e\\+308 °C: outside -40..150"):
+        classify(got)
+
+
+def test_a_gpu_index_far_beyond_the_instance_is_refused():
+    assert readings(node(gpus=[*range(8), 15]), expected_gpus=8) == ()  # within the margin: read
+    with pytest.raises(ParseError, match="names GPU 16, but the instance has 8 GPUs"):
+        readings(node(gpus=[*range(8), 16]), expected_gpus=8)
+
+
+def test_throttling_longer_than_the_window_is_refused():
+    before = node(THERMAL_VIOLATION={0: 0})
+    after = node(THERMAL_VIOLATION={0: int(3600 * 1e9)})  # an hour of throttling in ten minutes
+    with pytest.raises(ParseError, match="cannot be throttled for longer than the time that passed"):
+        readings(after, previous=pairs(before), window_seconds=600)
+
+
+def test_a_counter_typed_family_keeps_its_name():
+    text = "# TYPE DCGM_FI_DEV_THERMAL_VIOLATION counter\n" + series("DCGM_FI_DEV_THERMAL_VIOLATION", 0, 5)
+    text += "# TYPE x_total counter\nx_total 1\n"
+    assert [s.name for s in parse_exposition(text).samples] == ["DCGM_FI_DEV_THERMAL_VIOLATION", "x_total"]
+
+
+def test_the_newer_exporters_hostname_label_names_the_node():
+    text = node(xid={0: 79}).replace("Hostname=", "hostname=")
+    assert {r.host for r in readings(text)} == {HOST}
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(
+                ['m{gpu="0"} 1', "# TYPE m counter", "# HELP m x", 'DCGM_FI_DEV_GPU_TEMP{gpu="1"} 41', "m_total 2", ""]
+            ),
+            st.text(st.sampled_from('m{}="\\ ,#01eE+-.naIf_TYPE\t'), max_size=20),
+        ),
+        max_size=8,
+    )
+)
+def test_any_text_is_read_or_refused_with_a_parse_error(lines):
+    with contextlib.suppress(ParseError):  # a refusal is fine; any other exception would be a 500
+        parse_exposition("\n".join(lines) + "\n")

@@ -205,7 +205,12 @@ def test_a_malformed_exporter_line_is_a_400_naming_it_and_keeps_nothing(member_a
     text = exporter_text({0: 79}) + 'DCGM_FI_DEV_XID_ERRORS{gpu="1",Hostname="ip-10-1-0-1"} seventy\n'
     response = post_metrics(member_api, cluster, text)
     assert response.status_code == 400
-    assert response.json() == {"metrics": ["line 10: DCGM_FI_DEV_XID_ERRORS: the value 'seventy' is not a number"]}
+    assert response.json() == {
+        "metrics": [
+            "line 10: the Prometheus text parser refuses "
+            '\'DCGM_FI_DEV_XID_ERRORS{gpu="1",Hostname="ip-10-1-0-1"} seventy\' (the value is not a number)'
+        ]
+    }
     assert not HealthEvent.objects.exists() and not SupportCase.objects.exists()
 
 
@@ -353,7 +358,10 @@ def test_an_empty_exporter_text_is_refused_and_clears_nothing(member_api, cluste
 @pytest.mark.parametrize(
     ("line_text", "says"),
     [
-        ('DCGM_FI_DEV_XID_ERRORS{gpu="70000",Hostname="ip-10-1-0-1"} 79\n', "GPU index 70000"),
+        (
+            'DCGM_FI_DEV_XID_ERRORS{gpu="70000",Hostname="ip-10-1-0-1"} 79\n',
+            "names GPU 70000, but the instance has 8 GPUs",
+        ),
         ('DCGM_FI_DEV_XID_ERRORS{gpu="9",Hostname="ip-10-1-0-1"} 1e30\n', "must be an Xid code"),
     ],
 )
@@ -363,8 +371,14 @@ def test_exporter_values_no_column_can_hold_are_400s(member_api, cluster, line_t
     assert not HealthEvent.objects.exists()
 
 
-def test_an_infinite_counter_is_no_reading(member_api, cluster):
-    text = exporter_text({}) + 'DCGM_FI_DEV_THERMAL_VIOLATION{gpu="0",Hostname="ip-10-1-0-1"} +Inf\n'
+def test_an_infinite_counter_is_refused_and_a_nan_is_no_reading(member_api, cluster):
+    # No GPU is throttled for ever: like a temperature of 1e308, a 400 naming the line, nothing kept.
+    text = exporter_text({0: 79}) + 'DCGM_FI_DEV_THERMAL_VIOLATION{gpu="0",Hostname="ip-10-1-0-1"} +Inf\n'
+    response = post_metrics(member_api, cluster, text)
+    assert response.status_code == 400
+    assert response.json()["metrics"][0].startswith("line 10: DCGM_FI_DEV_THERMAL_VIOLATION on GPU 0 is inf ns")
+    assert not HealthEvent.objects.exists()
+    text = exporter_text({}) + 'DCGM_FI_DEV_THERMAL_VIOLATION{gpu="0",Hostname="ip-10-1-0-1"} NaN\n'
     assert post_metrics(member_api, cluster, text).status_code == 200
     assert cluster.nodes.get(instance_id="i-0001").gpu_counters == {}
 
@@ -404,3 +418,78 @@ def test_prometheus_errors_never_show_credentials_from_the_url():
     with pytest.raises((TransientCloudError, PermanentCloudError)) as error:
         query(PrometheusEndpoint("http://reader:s3cret@127.0.0.1:9"), "up", at=T0, timeout=1)
     assert "s3cret" not in error.value.message and "127.0.0.1:9" in error.value.message
+
+
+# -- DCGM blanks and impossible values (issue 24) ------------------------------------------------
+
+NOT_SUPPORTED = "9223372036854775794"  # DCGM_INT64_NOT_SUPPORTED, as older dcgm-exporters print it
+
+
+def ecc_lines(values: dict[int, str]) -> str:
+    lines = ["# TYPE DCGM_FI_DEV_ECC_DBE_VOL_TOTAL gauge"]
+    lines += [f'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{{gpu="{g}",Hostname="ip-10-1-0-1"}} {v}' for g, v in values.items()]
+    return "\n".join(lines) + "\n"
+
+
+def test_dcgm_blanks_open_nothing_refuse_nothing_and_the_board_says_not_supported(member_api, member, cluster):
+    # The issue's scrape: a vGPU without ECC fields and a blank Xid gauge.
+    text = exporter_text({}).replace(
+        'gpu="5",Hostname="ip-10-1-0-1"} 0', f'gpu="5",Hostname="ip-10-1-0-1"}} {NOT_SUPPORTED}'
+    )
+    text += ecc_lines({g: NOT_SUPPORTED for g in range(8)})
+    response = post_metrics(member_api, cluster, text)
+    assert response.status_code == 200, response.json()
+    assert response.json()["opened"] == 0 and not HealthEvent.objects.exists() and not SupportCase.objects.exists()
+    node = cluster.nodes.get(instance_id="i-0001")
+    assert node.gpu_unsupported["5"] == ["ecc_dbe_volatile", "gpu_xid"]
+    assert node.gpu_unsupported["0"] == ["ecc_dbe_volatile"]
+    client = Client()
+    client.force_login(member)
+    page = client.get(f"/clusters/{cluster.pk}/health/")
+    cells = {(row["node"].instance_id, c["gpu"]): c for row in page.context["board"]["rows"] for c in row["cells"] if c}
+    assert cells[("i-0001", 5)]["unsupported"] == "Double-bit ECC errors, GPU XID error"
+    assert cells[("i-0001", 5)]["state"] == "ok"
+    assert cells[("i-0002", 5)]["unsupported"] == ""
+    assert page.text.count('data-testid="unsupported"') == 8
+    assert "Not supported by this GPU: Double-bit ECC errors, GPU XID error" in page.text
+
+
+def test_a_blank_leaves_what_was_open_as_it_was_and_a_real_zero_resolves_it(member_api, cluster):
+    assert post_metrics(member_api, cluster, exporter_text({}) + ecc_lines({2: "3"})).json()["opened"] == 1
+    again = post_metrics(member_api, cluster, exporter_text({}) + ecc_lines({2: NOT_SUPPORTED}))
+    assert again.json()["resolved"] == 0 and HealthEvent.objects.get().resolved_at is None  # no reading: unknown
+    assert post_metrics(member_api, cluster, exporter_text({}) + ecc_lines({2: "0"})).json()["resolved"] == 1
+    assert cluster.nodes.get(instance_id="i-0001").gpu_unsupported == {}
+
+
+def test_a_blank_throttling_counter_is_not_kept_as_a_snapshot(member_api, cluster):
+    text = exporter_text({}) + 'DCGM_FI_DEV_THERMAL_VIOLATION{gpu="0",Hostname="ip-10-1-0-1"} 9223372036854775792\n'
+    assert post_metrics(member_api, cluster, text).status_code == 200
+    assert cluster.nodes.get(instance_id="i-0001").gpu_counters == {}
+
+
+@pytest.mark.parametrize(
+    ("line_text", "says"),
+    [
+        ('DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="ip-10-1-0-1"} 1e308\n', "line 10: DCGM_FI_DEV_GPU_TEMP on GPU 0"),
+        ('DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{gpu="1",Hostname="ip-10-1-0-1"} -3\n', "is -3 errors: outside 0..1e+12"),
+    ],
+)
+def test_impossible_values_are_a_400_naming_the_line_and_keep_nothing(member_api, cluster, line_text, says):
+    response = post_metrics(member_api, cluster, exporter_text({0: 79}) + line_text)
+    assert response.status_code == 400 and says in response.json()["metrics"][0]
+    assert not HealthEvent.objects.exists() and not SupportCase.objects.exists()
+    assert cluster.nodes.get(instance_id="i-0001").gpu_read_at is None
+
+
+def test_an_impossible_value_from_prometheus_skips_that_node_and_says_why(prometheus, cluster):
+    series = [*healthy("ip-10-1-0-1"), *healthy("ip-10-1-0-2")]
+    series[3] = (XID_METRIC, {"Hostname": "ip-10-1-0-1", "gpu": "3"}, [(T0 + i * MINUTE, 79) for i in range(30)])
+    series.append(("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", {"Hostname": "ip-10-1-0-1", "gpu": "0"}, [(T0, -3)]))
+    amp = source(url=prometheus(series).url)
+    polling.poll_source(amp, now=T0 + 2 * MINUTE)
+    assert not HealthEvent.objects.filter(instance_id="i-0001").exists()  # nothing of that node's report kept
+    amp.refresh_from_db()
+    assert any("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL on GPU 0 is -3 errors" in host for host in amp.unmatched_hosts)
+    assert HealthEvent.objects.filter(instance_id="i-0002").count() == 0  # the other node was read, and is fine
+    assert cluster.nodes.get(instance_id="i-0002").gpu_read_at is not None

@@ -297,6 +297,9 @@ class ClusterNode(models.Model):
     # a violation is judged on the increase between two snapshots.
     gpu_counters = models.JSONField(default=dict, blank=True)
     gpu_read_at = models.DateTimeField(_("GPU telemetry read at"), null=True, blank=True)
+    # What the last GPU read could not say: GPU index -> the health event kinds whose DCGM field came blank (not
+    # supported by this GPU or vGPU); the board shows them as "n/s" rather than as normal.
+    gpu_unsupported = models.JSONField(default=dict, blank=True)
 
     objects = TenantQuerySet.as_manager()
 

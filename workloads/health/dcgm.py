@@ -4,7 +4,8 @@ Two halves that meet at one shape, a sample as `(labels, value)` with the metric
 `__name__` label (as Prometheus itself returns it):
 
 - `parse_exposition(text)` reads the text exposition format (prometheus/docs
-  exposition_formats.md, version 0.0.4) that a cluster without Prometheus posts; `sample_pairs()`
+  exposition_formats.md, version 0.0.4) that a cluster without Prometheus posts, with prometheus_client's
+  parser and our checks on top (line numbers, repeats, a cut last line, physical bounds); `sample_pairs()`
   turns its samples into pairs. `prometheus_vector_pairs(payload)` does the same for the JSON of
   an `/api/v1/query` vector result, so both sources go through the one `classify()`.
 - `classify(pairs, ...)` applies the rule tables below (`XID_RULES`, `METRIC_RULES`) and returns
@@ -27,7 +28,11 @@ Rules, and why:
 - GPUs missing: an index below `expected_gpus` (0-7 on a p5) that no sample from the host carries.
   A host whose exporter sends nothing at all is not in the samples: the caller, who knows the node
   list, reports that.
-- NaN and infinite values carry no information and are skipped.
+- NaN carries no information and is skipped. DCGM's blanks (`DCGM_BLANKS`: the field is not supported, not found
+  or not permitted on this GPU) are no reading either: never an event, never a refusal; `unsupported_fields()`
+  names them so the board can say "not supported". A value outside its field's physical bounds (`BOUNDS`; an
+  infinity included), a GPU index far past the instance's GPUs, or more throttled time than time passed is a
+  ParseError: the whole report is refused.
 """
 
 import csv
@@ -41,17 +46,16 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from workloads.telemetry_errors import ParseError
 
 # -- The text exposition format ---------------------------------------------------------------
 
 METRIC_TYPES = frozenset({"counter", "gauge", "histogram", "summary", "untyped"})
 _METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
-_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
-# What Go's strconv.ParseFloat accepts in this format, minus hex floats and underscores.
+# What Go's strconv.ParseFloat accepts in this format, minus hex floats and underscores (the query path's numbers).
 _FLOAT = re.compile(r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity)|nan", re.IGNORECASE)
-_INT = re.compile(r"[+-]?\d+")
-_LABEL_ESCAPES = {"\\": "\\", '"': '"', "n": "\n"}
 
 
 @dataclass(frozen=True)
@@ -73,18 +77,20 @@ class Exposition:
 def parse_exposition(text: str) -> Exposition:
     """All samples of a Prometheus text exposition; raises ParseError naming the line at fault.
 
-    Besides the syntax, refused: a second HELP or TYPE for a name, a TYPE after that name's samples,
-    a repeated series (same name and labels), and a last sample line without its line feed (the
-    format requires one; without it the value may have been cut, "79" arriving as "7").
+    The syntax is read by prometheus_client's own parser (`text_string_to_metric_families`); its ValueError names no
+    line, so the line is found by reading the lines one by one with the same parser. On top of it, refused as
+    Prometheus' own (Go) parser refuses them and the lax Python one does not: a second HELP or TYPE for a name, a
+    TYPE after that name's samples, a repeated series (same name and labels); and a last sample line without its
+    line feed (the format requires one; without it the value may have been cut, "79" arriving as "7"); and a
+    DCGM field outside its physical bounds (`implausible`).
     """
-    samples: list[MetricSample] = []
+    lines = text.split("\n")
     types: dict[str, str] = {}
     helps: dict[str, str] = {}
-    series: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}  # -> the line that gave it
+    sample_lines: list[tuple[int, str]] = []  # (line number, stripped text): one sample each, in order
     sampled: set[str] = set()
-    lines = text.split("\n")
     for number, raw in enumerate(lines, start=1):
-        line = raw.removesuffix("\r").strip(" \t")
+        line = raw.strip()  # as the library strips it, so both agree on which lines are samples
         if not line:
             continue
         if line.startswith("#"):
@@ -94,14 +100,74 @@ def parse_exposition(text: str) -> Exposition:
             raise ParseError(
                 number, "the last line does not end with a line feed: the exposition may have been cut off"
             )
-        sample = _sample(line, number)
-        key = (sample.name, tuple(sorted(sample.labels.items())))
+        name = _METRIC_NAME.match(line)
+        if name:
+            sampled.add(name.group())
+        sample_lines.append((number, line))
+    try:
+        parsed = [sample for family in text_string_to_metric_families(text) for sample in _samples(family)]
+    except ValueError as error:
+        raise _located(lines, error) from error
+    if len(parsed) != len(sample_lines):  # the library reads one sample per sample line; never seen otherwise
+        raise ParseError(None, f"read {len(parsed)} samples from {len(sample_lines)} sample lines")
+    samples: list[MetricSample] = []
+    series: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}  # -> the line that gave it
+    for (number, line), (name, labels, value, timestamp) in zip(sample_lines, parsed, strict=True):
+        if name.endswith("_total") and not _names(line, name):
+            name = name.removesuffix("_total")  # the library adds _total to a counter's samples (OpenMetrics)
+        key = (name, tuple(sorted(labels.items())))
         if key in series:
-            raise ParseError(number, f"{sample.name} with these labels was already given on line {series[key]}")
+            raise ParseError(number, f"{name} with these labels was already given on line {series[key]}")
         series[key] = number
-        sampled.add(sample.name)
-        samples.append(sample)
+        try:
+            value = float(value)  # the library gives a whole number as an int, of any size
+        except OverflowError:
+            raise ParseError(number, f"{name}: the value is too large for a number") from None
+        problem = implausible(name, labels, value)
+        if problem:
+            raise ParseError(number, problem)
+        if timestamp is not None and not math.isfinite(timestamp):
+            raise ParseError(number, f"{name}: the timestamp is not a time")
+        stamp = round(timestamp * 1000) if timestamp is not None else None
+        samples.append(MetricSample(name, MappingProxyType(dict(labels)), value, stamp, number))
     return Exposition(tuple(samples), MappingProxyType(types), MappingProxyType(helps))
+
+
+def _samples(family):
+    for sample in family.samples:
+        yield sample.name, sample.labels, sample.value, sample.timestamp
+
+
+def _names(line: str, name: str) -> bool:
+    """Whether a sample line begins with this metric name (bare, or quoted inside the braces)."""
+    return line.startswith(name) or line.lstrip("{ \t").startswith(f'"{name}"')
+
+
+def _located(lines: list[str], error: ValueError) -> ParseError:
+    """The library's complaint, with the first line it refuses on its own (it names none)."""
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            list(text_string_to_metric_families(raw + "\n"))
+        except ValueError as line_error:
+            words = _library_words(line_error)
+            return ParseError(number, f"the Prometheus text parser refuses {raw.strip()[:80]!r} ({words})")
+    return ParseError(None, _library_words(error))
+
+
+# The library's complaints (prometheus_client/parser.py) in plain words; its others are passed on as they are.
+_LIBRARY_WORDS = {
+    "could not convert string to float": "the value is not a number",
+    "Invalid value": "the value is not a number",
+    "Invalid labels": "the labels cannot be read",
+    "invalid metric name": "no valid metric name",
+}
+
+
+def _library_words(error: ValueError) -> str:
+    words = str(error).split(":", 1)[0]
+    return _LIBRARY_WORDS.get(words, words or "not the Prometheus text format")
 
 
 def _metadata(line: str, number: int, types: dict[str, str], helps: dict[str, str], sampled: set[str]) -> None:
@@ -131,77 +197,75 @@ def _unescape_help(text: str) -> str:
     return re.sub(r"\\([\\n])", lambda m: "\n" if m.group(1) == "n" else "\\", text)
 
 
-def _sample(line: str, number: int) -> MetricSample:
-    name_match = _METRIC_NAME.match(line)
-    if not name_match:
-        raise ParseError(number, f"expected a metric name at the start of {line[:40]!r}")
-    name, pos = name_match.group(), name_match.end()
-    labels: dict[str, str] = {}
-    if line[pos:].lstrip(" \t").startswith("{"):
-        pos = _labels(line, line.index("{", pos) + 1, number, labels)
-    elif pos < len(line) and line[pos] not in " \t":
-        raise ParseError(number, f"unexpected {line[pos]!r} after the metric name {name}")
-    rest = line[pos:].split()
-    if not rest:
-        raise ParseError(number, f"{name} has no value")
-    if len(rest) > 2:
-        raise ParseError(number, f"{name}: expected a value and an optional timestamp, found {' '.join(rest)!r}")
-    if not _FLOAT.fullmatch(rest[0]):
-        raise ParseError(number, f"{name}: the value {rest[0]!r} is not a number")
-    if len(rest) == 2 and not _INT.fullmatch(rest[1]):
-        raise ParseError(number, f"{name}: the timestamp {rest[1]!r} is not whole milliseconds")
-    timestamp = int(rest[1]) if len(rest) == 2 else None
-    return MetricSample(name, MappingProxyType(labels), float(rest[0]), timestamp, number)
+# -- DCGM's blanks and the physical bounds --------------------------------------------------------
+
+# DCGM's sentinels for "no value" (dcgmlib/dcgm_structs.h, DCGM 4.6: *_BLANK, *_NOT_FOUND, *_NOT_SUPPORTED,
+# *_NOT_PERMISSIONED). Older dcgm-exporters print them as the value of a field the GPU or vGPU does not support
+# (4.5.2-4.8.1 skips them: internal/pkg/collector/utils.go isBlankValue, matched exactly as here). Every INT64 one is
+# 2**63 once a float (Prometheus stores floats; no real count gets there).
+DCGM_INT32_BLANK = 0x7FFFFFF0
+DCGM_INT64_BLANK = 0x7FFFFFFFFFFFFFF0
+DCGM_FP64_BLANK = 140737488355328.0
+DCGM_BLANKS = frozenset(
+    {
+        *(float(DCGM_INT32_BLANK + n) for n in range(4)),
+        *(float(DCGM_INT64_BLANK + n) for n in range(4)),
+        *(DCGM_FP64_BLANK + n for n in range(4)),
+    }
+)
 
 
-def _labels(line: str, pos: int, number: int, labels: dict[str, str]) -> int:
-    """Reads `name="value", ...}` from pos into labels; returns the position after the `}`."""
-    while True:
-        pos = _skip_blanks(line, pos)
-        if line.startswith("}", pos):
-            return pos + 1
-        name_match = _LABEL_NAME.match(line, pos)
-        if not name_match:
-            raise ParseError(number, f"expected a label name or }} at column {pos + 1}")
-        label = name_match.group()
-        if label in labels:
-            raise ParseError(number, f"the label {label} is given twice")
-        pos = _skip_blanks(line, name_match.end())
-        if not line.startswith("=", pos):
-            raise ParseError(number, f"expected = after the label {label}")
-        pos = _skip_blanks(line, pos + 1)
-        if not line.startswith('"', pos):
-            raise ParseError(number, f"the value of the label {label} must be in double quotes")
-        labels[label], pos = _quoted(line, pos + 1, number, label)
-        pos = _skip_blanks(line, pos)
-        if line.startswith(",", pos):
-            pos += 1
-        elif not line.startswith("}", pos):
-            raise ParseError(number, f"expected , or }} after the label {label}")
+def is_blank(value: float) -> bool:
+    """A DCGM sentinel: no reading of this field on this GPU (not supported, not found, not permitted)."""
+    return value in DCGM_BLANKS
 
 
-def _quoted(line: str, pos: int, number: int, label: str) -> tuple[str, int]:
-    value: list[str] = []
-    while pos < len(line):
-        char = line[pos]
-        if char == '"':
-            return "".join(value), pos + 1
-        if char == "\\":
-            escaped = line[pos + 1 : pos + 2]
-            if escaped not in _LABEL_ESCAPES:
-                raise ParseError(number, f"the value of {label} has an invalid escape \\{escaped}")
-            value.append(_LABEL_ESCAPES[escaped])
-            pos += 2
-            continue
-        value.append(char)
-        pos += 1
-    raise ParseError(number, f"the value of the label {label} has no closing double quote")
+@dataclass(frozen=True)
+class Bound:
+    low: float
+    high: float
+    unit: str
 
 
-def _skip_blanks(line: str, pos: int) -> int:
-    while pos < len(line) and line[pos] in " \t":
-        pos += 1
-    return pos
+MAX_COUNT = 1e12  # error counts and remapped rows: far beyond any GPU's memory rows, far below the blanks
+MAX_NANOSECONDS = 1e18  # a cumulative throttling counter: 31 years
+# The physically possible range of each field the portal reads, and of the common ones beside them: a reading outside
+# is a broken exporter or a forged report, refused (400) with the whole report, never taken.
+BOUNDS: Mapping[str, Bound] = MappingProxyType(
+    {
+        "DCGM_FI_DEV_GPU_TEMP": Bound(-40, 150, "°C"),
+        "DCGM_FI_DEV_MEMORY_TEMP": Bound(-40, 150, "°C"),
+        "DCGM_FI_DEV_POWER_USAGE": Bound(0, 2000, "W"),  # above any board's limit (B200: 1,000 W)
+        "DCGM_FI_DEV_SM_CLOCK": Bound(0, 5000, "MHz"),
+        "DCGM_FI_DEV_MEM_CLOCK": Bound(0, 20000, "MHz"),
+        "DCGM_FI_DEV_GPU_UTIL": Bound(0, 100, "%"),
+        "DCGM_FI_DEV_MEM_COPY_UTIL": Bound(0, 100, "%"),
+        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": Bound(0, MAX_COUNT, "errors"),
+        "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL": Bound(0, MAX_COUNT, "errors"),
+        "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL": Bound(0, MAX_COUNT, "errors"),
+        "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL": Bound(0, MAX_COUNT, "errors"),
+        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": Bound(0, MAX_COUNT, "rows"),
+        "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": Bound(0, MAX_COUNT, "rows"),
+        "DCGM_FI_DEV_ROW_REMAP_FAILURE": Bound(0, 1, ""),
+        "DCGM_FI_DEV_ROW_REMAP_PENDING": Bound(0, 1, ""),
+        "DCGM_FI_DEV_THERMAL_VIOLATION": Bound(0, MAX_NANOSECONDS, "ns"),
+        "DCGM_FI_DEV_POWER_VIOLATION": Bound(0, MAX_NANOSECONDS, "ns"),
+        "DCGM_FI_DEV_FB_FREE": Bound(0, 1e7, "MiB"),
+        "DCGM_FI_DEV_FB_USED": Bound(0, 1e7, "MiB"),
+        "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": Bound(0, MAX_COUNT, ""),
+    }
+)
+
+
+def implausible(name: str, labels: Mapping[str, str], value: float) -> str | None:
+    """Why a sample cannot be a real reading (None: it can). Blanks and NaN are no reading, not out of bounds."""
+    bound = BOUNDS.get(name)
+    if bound is None or is_blank(value) or math.isnan(value):
+        return None
+    if bound.low <= value <= bound.high:
+        return None
+    where = f" on GPU {labels['gpu'][:20]}" if "gpu" in labels else ""
+    return f"{name}{where} is {value:g} {bound.unit}".rstrip() + f": outside {bound.low:g}..{bound.high:g}"
 
 
 # -- Both sources to (labels, value) pairs --------------------------------------------------------
@@ -448,11 +512,15 @@ def classify(
     before = _counters(previous, default_host) if previous is not None else {}
     for labels, value in samples:
         host = host_of(labels, default_host)
+        name = labels.get("__name__", "")
         if "gpu" in labels:
             gpus_by_host[host].add(labels["gpu"])
-        name = labels.get("__name__", "")
-        if not math.isfinite(value) or (name != XID_METRIC and name not in _RULE_BY_METRIC):
-            continue
+            _check_index(labels["gpu"], name, host, expected_gpus)
+        problem = implausible(name, labels, value)
+        if problem:
+            raise ParseError(None, f"{host}: {problem}")
+        if not math.isfinite(value) or is_blank(value) or (name != XID_METRIC and name not in _RULE_BY_METRIC):
+            continue  # a blank is no reading: see unsupported_fields()
         gpu = _gpu(labels, name)
         if name == XID_METRIC:
             readings.update(_xid_readings(host, gpu, value, labels))
@@ -465,6 +533,12 @@ def classify(
             # A counter that went down was reset (driver reload): like Prometheus' increase(), count from 0.
             earlier = before[(host, gpu, name)]
             increase = value - earlier if value >= earlier else value
+            if increase > MAX_WINDOW_SHARE * window_seconds * 1e9 + 60e9:
+                raise ParseError(
+                    None,
+                    f"{name} on {host} GPU {gpu} rose by {increase / 1e9:g} s in {window_seconds:g} s: "
+                    "a GPU cannot be throttled for longer than the time that passed",
+                )
             fraction = min(increase / (window_seconds * 1e9), 1.0)
             if fraction >= rule.min_fraction:
                 readings.add(_reading(rule, host, gpu, fraction, minutes=window_seconds / 60))
@@ -474,10 +548,28 @@ def classify(
     return tuple(sorted(readings, key=lambda r: (r.host, r.gpu, r.kind, r.value)))
 
 
+def unsupported_fields(samples: Iterable[Pair], default_host: str | None = None) -> dict[tuple[str, int], set[str]]:
+    """(host, GPU) -> the kinds of reading ("xid" or a MetricRule.kind) whose field came as a DCGM blank: the GPU (or
+    the vGPU, or the exporter's permissions) does not give it, so the board shows "not supported", not "normal"."""
+    blank: dict[tuple[str, int], set[str]] = defaultdict(set)
+    for labels, value in samples:
+        name = labels.get("__name__", "")
+        if is_blank(value) and (name == XID_METRIC or name in _RULE_BY_METRIC):
+            kind = "xid" if name == XID_METRIC else _RULE_BY_METRIC[name].kind
+            blank[(host_of(labels, default_host), _gpu(labels, name))].add(kind)
+    return dict(blank)
+
+
 def host_of(labels: Mapping[str, str], default_host: str | None = None) -> str:
     """The node a sample is about: an EC2 instance id label (added by EC2 service discovery's relabelling), the
     exporter's Hostname, Prometheus's scrape target, or the caller's default."""
-    host = labels.get("instance_id") or labels.get("Hostname") or labels.get("instance") or default_host
+    host = (
+        labels.get("instance_id")
+        or labels.get("Hostname")
+        or labels.get("hostname")  # dcgm-exporter's name for it since NVIDIA/dcgm-exporter#655 (2026)
+        or labels.get("instance")
+        or default_host
+    )
     if not host:
         raise ParseError(
             None, f"a sample of {labels.get('__name__', '?')} has neither a Hostname nor an instance label"
@@ -487,6 +579,22 @@ def host_of(labels: Mapping[str, str], default_host: str | None = None) -> str:
 
 MAX_GPU = 255  # GPU indexes of one node
 MAX_XID = 1_000_000  # Xid codes are below 200 today
+GPU_INDEX_MARGIN = 8  # indexes past the instance type's GPUs tolerated (a catalog a generation behind)
+# Throttled time cannot grow faster than time passes; the two snapshots' own times may be up to a scrape interval
+# and Prometheus' 5-minute lookback off the window, hence the share and the minute.
+MAX_WINDOW_SHARE = 2.0
+
+
+def _check_index(gpu: str, name: str, host: str, expected_gpus: int | None) -> None:
+    if (
+        expected_gpus is not None
+        and gpu.isascii()
+        and gpu.isdigit()
+        and int(gpu[:6]) >= expected_gpus + GPU_INDEX_MARGIN
+    ):
+        raise ParseError(
+            None, f"{name} on {host} names GPU {gpu[:20]}, but the instance has {expected_gpus} GPUs (indexes from 0)"
+        )
 
 
 def _gpu(labels: Mapping[str, str], name: str) -> int:
@@ -520,7 +628,7 @@ def _counters(previous: Iterable[Pair], default_host: str | None) -> dict[tuple[
     for labels, value in previous:
         name = labels.get("__name__", "")
         rule = _RULE_BY_METRIC.get(name)
-        if rule is None or rule.min_fraction is None or not math.isfinite(value):
+        if rule is None or rule.min_fraction is None or not math.isfinite(value) or is_blank(value):
             continue
         key = (host_of(labels, default_host), _gpu(labels, name), name)
         counters[key] = max(value, counters.get(key, value))

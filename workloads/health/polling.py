@@ -105,19 +105,21 @@ def apply_source(source: PrometheusSource, current: list[Pair], previous: list[P
                 into[node].append((labels, value))
     catalog = gpu_catalog()
     by_cluster: dict[int, dict[ClusterNode, list]] = defaultdict(dict)
+    refused: set[ClusterNode] = set()
     for node, pairs in now_by_node.items():
         try:
             by_cluster[node.cluster_id][node] = classify_node(
                 node, pairs, catalog=catalog, previous=before_by_node.get(node), window_seconds=WINDOW.total_seconds()
             )
-        except ParseError as error:  # one node's malformed series never stops the others
+        except ParseError as error:  # one node's malformed or impossible series never stops the others
             unmatched.add(f"{node.hostname or node.instance_id}: {error}")
+            refused.add(node)  # it did report: not silent, its events stand as they were
     outcome = Outcome(unmatched_hosts=sorted(unmatched)[:MAX_UNMATCHED])
     for cluster_id, readings in sorted(by_cluster.items()):  # clusters locked in one order: no deadlock
         # A GPU node of a reporting cluster that sent nothing: its exporter (or the node) has gone quiet.
         silent = [
             n for n in nodes
-            if n.cluster_id == cluster_id and n not in readings and n.status == "Running"
+            if n.cluster_id == cluster_id and n not in readings and n not in refused and n.status == "Running"
             and expected_gpus(n.instance_type, catalog) is not None
         ]  # fmt: skip
         outcome.add(apply_readings(clusters[cluster_id], readings, source=HealthEvent.Source.PROMETHEUS, now=now,

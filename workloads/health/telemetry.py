@@ -27,8 +27,10 @@ from workloads.health.dcgm import (
     Pair,
     classify,
     host_of,
+    is_blank,
     parse_exposition,
     sample_pairs,
+    unsupported_fields,
 )
 from workloads.health.incidents import report_health
 from workloads.health.models import HealthEvent, PrometheusSource
@@ -83,6 +85,8 @@ class NodeReading:
 
     faults: list[GpuReading]
     counters_judged: bool
+    # GPU index -> the event kinds whose field came as a DCGM blank: no reading, so their events stand as they are.
+    unsupported: dict[int, list[str]] = field(default_factory=dict)
 
 
 def classify_node(
@@ -104,7 +108,8 @@ def classify_node(
         previous=before,
         window_seconds=window_seconds if judged else None,
     )
-    return NodeReading(faults=list(faults), counters_judged=judged)
+    blank = {gpu: sorted(KINDS[kind] for kind in kinds) for (_host, gpu), kinds in unsupported_fields(mine).items()}
+    return NodeReading(faults=list(faults), counters_judged=judged, unsupported=blank)
 
 
 def worst_per_gpu(faults: Iterable[GpuReading]) -> dict[tuple[int, str], GpuReading]:
@@ -154,6 +159,9 @@ def apply_readings(
             new.append(_event(cluster, node, fault, kind, source, now))
         if not reading.counters_judged:  # no window to judge throttling in: those events stand
             still.update(key for key in open_events if key[0] == node.instance_id and key[2] in COUNTER_KINDS)
+        for gpu, kinds in reading.unsupported.items():  # a blank says nothing: what was open stays open
+            still.update(key for key in open_events if key[0] == node.instance_id and (key[1], key[2]) in
+                         {(gpu, kind) for kind in kinds})  # fmt: skip
     for node in silent:
         still.update(key for key in open_events if key[0] == node.instance_id)
         key = (node.instance_id, None, Kind.EXPORTER_SILENT)
@@ -170,6 +178,11 @@ def apply_readings(
         if key not in still:
             event.resolved_at = now  # normal again, or a new Xid replaced the one it held
             resolved.append(event)
+    for node, reading in readings.items():
+        unsupported = {str(gpu): kinds for gpu, kinds in sorted(reading.unsupported.items())}
+        if node.gpu_unsupported != unsupported:  # usually unchanged from the last read: no write
+            node.gpu_unsupported = unsupported
+            ClusterNode.objects.filter(pk=node.pk).update(gpu_unsupported=unsupported)
     ClusterNode.objects.filter(pk__in=[node.pk for node in readings]).update(gpu_read_at=now)
     HealthEvent.objects.bulk_update(resolved, ["resolved_at"])  # first: the new may take their place
     HealthEvent.objects.bulk_create(new)
@@ -247,7 +260,7 @@ def _keep_counters(node: ClusterNode, pairs: list[Pair], now: datetime) -> None:
     counters = [
         [dict(labels), value]
         for labels, value in pairs
-        if labels.get("__name__") in COUNTER_METRICS and math.isfinite(value)
+        if labels.get("__name__") in COUNTER_METRICS and math.isfinite(value) and not is_blank(value)
     ]
     node.gpu_counters = {"at": now.timestamp(), "pairs": counters} if counters else {}
     ClusterNode.objects.filter(pk=node.pk).update(gpu_counters=node.gpu_counters)

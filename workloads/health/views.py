@@ -70,7 +70,11 @@ def board(cluster: Cluster) -> dict:
     rows = []
     for node in nodes:
         gpus = expected_gpus(node.instance_type, catalog)
-        cells = [_cell(gpu, by_gpu.get((node.instance_id, gpu), []), node) for gpu in range(gpus or 0)]
+        blank = node.gpu_unsupported or {}
+        cells = [
+            _cell(gpu, by_gpu.get((node.instance_id, gpu), []), node, blank.get(str(gpu), []))
+            for gpu in range(gpus or 0)
+        ]
         whole = by_gpu.get((node.instance_id, None), [])  # the node's own events (cloud status, silent exporter)
         every = [*whole, *(e for gpu in range(gpus or 0) for e in by_gpu.get((node.instance_id, gpu), []))]
         rows.append({"node": node, "gpus": gpus, "cells": cells, "events": whole, "state": _state(every, node)})
@@ -86,12 +90,15 @@ def natural(name: str) -> list:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
-def _cell(gpu: int, events: list[HealthEvent], node: ClusterNode) -> dict:
+def _cell(gpu: int, events: list[HealthEvent], node: ClusterNode, unsupported: list[str]) -> dict:
+    kinds = [Kind(kind).label for kind in unsupported if kind in Kind.values]
     return {
         "gpu": gpu,
         "state": _state(events, node),
         "text": " ".join(str(e.code) if e.code is not None else SHORT.get(e.kind, "!") for e in events),
         "title": "\n".join(e.message for e in events),
+        # Fields this GPU gave DCGM's blank for: unread, so the cell's colour says nothing of them.
+        "unsupported": ", ".join(str(kind) for kind in kinds),
     }
 
 
