@@ -1,4 +1,4 @@
-"""Migration 0021 resolves the events DCGM's blanks opened before they were read as "no reading"."""
+"""Migration 0022 resolves the events DCGM's blanks opened before they were read as "no reading"."""
 
 import importlib
 
@@ -9,7 +9,7 @@ from tests.factories import HealthEventFactory
 from workloads.health.models import HealthEvent
 
 pytestmark = pytest.mark.django_db
-migration = importlib.import_module("workloads.migrations.0021_dcgm_unsupported")
+migration = importlib.import_module("workloads.migrations.0022_dcgm_unsupported")
 
 
 def test_events_opened_by_a_blank_are_resolved_and_real_ones_stay_open():
