@@ -297,6 +297,9 @@ class ClusterNode(models.Model):
     # a violation is judged on the increase between two snapshots.
     gpu_counters = models.JSONField(default=dict, blank=True)
     gpu_read_at = models.DateTimeField(_("GPU telemetry read at"), null=True, blank=True)
+    # Trainium: the share of the node's NeuronCores busy at that read (Neuron monitor; idle cores count as 0), for
+    # busy hours where Slurm says nothing.
+    accelerator_utilization = models.FloatField(_("accelerator utilization"), null=True, blank=True)
 
     objects = TenantQuerySet.as_manager()
 
