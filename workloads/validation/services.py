@@ -25,10 +25,11 @@ from workloads.support.services import add_comment
 from workloads.telemetry_errors import field_errors
 from workloads.validation.models import NcclBaseline, NcclValidation
 from workloads.validation.nccl import P5_MULTINODE_BASELINE, judge, parse_nccl_log
+from workloads.validation.nccom import TRN1_MULTINODE_BASELINE, is_nccom, parse_nccom_log
 
 MAX_LOG_CHARS = 1_000_000  # kept for support to read; a longer log is kept cut, with a note
 MAX_NODES = 10_000
-DEFAULT_BASELINES = (P5_MULTINODE_BASELINE,)
+DEFAULT_BASELINES = (P5_MULTINODE_BASELINE, TRN1_MULTINODE_BASELINE)
 
 
 def worker_type(cluster: Cluster) -> str:
@@ -56,7 +57,15 @@ def record_validation(
     """The run of this log and whether it is new: the same log posted again (a reporter's retry) is the run
     already kept, judged once. Raises ValidationError (a bad line named) and then keeps nothing."""
     with field_errors("log"):
-        run = parse_nccl_log(log)
+        if is_nccom(log):  # Trainium's nccom-test: the same run shape, its node count from its -N
+            nccom = parse_nccom_log(log)
+            run = nccom.run
+            if nccom.nodes is not None and nodes is not None and nodes != nccom.nodes:
+                message = _("The log ran on %(n)d nodes (its -N), not %(given)d.") % {"n": nccom.nodes, "given": nodes}
+                raise ValidationError({"nodes": message})
+            nodes = nccom.nodes if nccom.nodes is not None else nodes
+        else:
+            run = parse_nccl_log(log)
     if run.hosts:
         counted = len(run.hosts)
         if nodes is not None and nodes != counted:
