@@ -25,6 +25,7 @@ from workloads.health.dcgm import METRIC_RULES, OTHER_XID, XID_RULES
 from workloads.health.forms import BaselineForm, IncidentFilterForm
 from workloads.health.incidents import INCIDENT_SEVERITY
 from workloads.health.models import HealthEvent, PrometheusSource
+from workloads.health.neuron import expected_counts
 from workloads.health.telemetry import expected_gpus, gpu_catalog, sources_for
 from workloads.validation.models import NcclBaseline, NcclValidation
 from workloads.validation.services import save_baseline
@@ -41,6 +42,9 @@ SHORT = {
     Kind.THERMAL: "°C",
     Kind.POWER: "W",
     Kind.MISSING_GPU: "—",
+    Kind.NEURON_ECC_UNCORRECTED: "ECC",
+    Kind.NEURON_ECC_CORRECTED: "ecc",
+    Kind.NEURON_DEVICE_MISSING: "—",
 }
 INCIDENTS_PAGE = 50
 
@@ -68,11 +72,15 @@ def board(cluster: Cluster) -> dict:
     catalog = gpu_catalog()
     rows = []
     for node in nodes:
-        gpus = expected_gpus(node.instance_type, catalog)
+        # A GPU's column, or on Trainium a Neuron device's (workloads.health.neuron).
+        neuron_counts = expected_counts(node.instance_type, catalog)
+        gpus = expected_gpus(node.instance_type, catalog) or (neuron_counts[0] if neuron_counts else None)
         cells = [_cell(gpu, by_gpu.get((node.instance_id, gpu), []), node) for gpu in range(gpus or 0)]
         whole = by_gpu.get((node.instance_id, None), [])  # the node's own events (cloud status, silent exporter)
         every = [*whole, *(e for gpu in range(gpus or 0) for e in by_gpu.get((node.instance_id, gpu), []))]
-        rows.append({"node": node, "gpus": gpus, "cells": cells, "events": whole, "state": _state(every, node)})
+        busy = None if node.accelerator_utilization is None else f"{node.accelerator_utilization:.0%}"
+        rows.append({"node": node, "gpus": gpus, "cells": cells, "events": whole, "state": _state(every, node),
+                     "busy": busy})  # fmt: skip
     width = max((len(row["cells"]) for row in rows), default=0)
     for row in rows:  # nodes with fewer GPUs than the widest get empty cells
         if row["gpus"]:
