@@ -145,7 +145,15 @@ def test_tenants_may_not_see_incidents_or_rules(member_client):
 def test_the_rules_page_shows_the_tables_staff_read(support_client):
     response = support_client.get("/program/health-rules/")
     assert response.status_code == 200
-    for text in ("GPU has fallen off the bus", "DCGM_FI_DEV_ROW_REMAP_FAILURE", "S2", "487"):
+    for text in (
+        "GPU has fallen off the bus",
+        "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+        "S2",
+        "487",
+        "neuron_ecc_uncorrected",
+        "trn1.32xlarge",
+        "50.56",
+    ):
         assert text in response.text
     assert "Save baseline" not in response.text  # support engineers read; program managers edit
 

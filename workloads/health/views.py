@@ -25,6 +25,7 @@ from workloads.health.dcgm import METRIC_RULES, OTHER_XID, XID_RULES
 from workloads.health.forms import BaselineForm, IncidentFilterForm
 from workloads.health.incidents import INCIDENT_SEVERITY
 from workloads.health.models import HealthEvent, PrometheusSource
+from workloads.health.neuron import RULES as NEURON_RULES
 from workloads.health.neuron import expected_counts
 from workloads.health.telemetry import expected_gpus, gpu_catalog, sources_for
 from workloads.validation.models import NcclBaseline, NcclValidation
@@ -199,6 +200,7 @@ def health_rules(request):
     context = {
         "xid_rules": [*XID_RULES.values(), OTHER_XID],
         "metric_rules": METRIC_RULES,
+        "neuron_rules": NEURON_RULES,
         "incident_rules": INCIDENT_SEVERITY,
         "baselines": NcclBaseline.objects.select_related("instance_type", "updated_by"),
         "sources": PrometheusSource.objects.visible_to(request.user).select_related("organization"),
