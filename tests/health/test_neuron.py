@@ -154,3 +154,27 @@ def test_classify_without_a_type_counts_only_the_cores_listed():
              for c in range(4)]  # fmt: skip
     read = classify(pairs, expected=None)
     assert read.faults == () and read.utilization == 0.5
+
+
+def test_a_real_prometheus_poll_reads_the_neuron_families(prometheus, cluster):
+    from datetime import timedelta
+
+    from workloads.health import polling
+
+    at = timezone.now().replace(microsecond=0) - timedelta(hours=1)
+    samples = [(at - timedelta(minutes=m), 0.0) for m in (10, 5, 0)]
+    node = {"instance_id": INSTANCE, "instance_type": "trn1n.32xlarge"}
+    series = [
+        ("hardware_ecc_events_total", {**node, "neuron_device_index": str(d), "event_type": event},
+         [(t, 2.0 if (d, event) == (4, "mem_ecc_uncorrected") and t == at else v) for t, v in samples])
+        for d in range(15)  # device 15 gone
+        for event in ("mem_ecc_corrected", "mem_ecc_uncorrected", "sram_ecc_corrected", "sram_ecc_uncorrected")
+    ]  # fmt: skip
+    series.append(("neuroncore_utilization_ratio", {**node, "neuroncore": "0"}, [(t, 0.64) for t, _v in samples]))
+    server = prometheus(series)
+    source = PrometheusSource.objects.create(name="program AMP", url=server.url)
+    outcome = polling.poll_source(source, now=at)
+    assert outcome.unmatched_hosts == [] and outcome.opened == 2
+    events = set(HealthEvent.objects.values_list("kind", "gpu", "source"))
+    assert events == {("neuron_ecc_uncorrected", 4, "prometheus"), ("neuron_device_missing", 15, "prometheus")}
+    assert cluster.nodes.get().accelerator_utilization == pytest.approx(0.64 / 32)
