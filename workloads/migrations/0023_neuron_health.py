@@ -4,20 +4,43 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('workloads', '0020_billed_day_index'),
+        ("workloads", "0020_billed_day_index"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='clusternode',
-            name='accelerator_utilization',
-            field=models.FloatField(blank=True, null=True, verbose_name='accelerator utilization'),
+            model_name="clusternode",
+            name="accelerator_utilization",
+            field=models.FloatField(blank=True, null=True, verbose_name="accelerator utilization"),
         ),
         migrations.AlterField(
-            model_name='healthevent',
-            name='kind',
-            field=models.CharField(choices=[('node_failure', 'Node failure'), ('node_not_found', 'Node not found'), ('node_replaced', 'Node replaced'), ('exporter_silent', 'GPU exporter not reporting'), ('gpu_xid', 'GPU XID error'), ('ecc_dbe_volatile', 'Double-bit ECC errors'), ('ecc_dbe_aggregate', 'Double-bit ECC errors (lifetime)'), ('remapped_rows_uncorrectable', 'Rows remapped after uncorrectable errors'), ('row_remap_failure', 'Row remap failure'), ('row_remap_pending', 'Row remap pending'), ('thermal_violation', 'Thermal violation'), ('power_violation', 'Power capping'), ('gpu_missing', 'Missing GPU'), ('neuron_ecc_uncorrected', 'Uncorrected Neuron ECC errors'), ('neuron_ecc_corrected', 'Corrected Neuron ECC errors'), ('neuron_device_missing', 'Missing Neuron device'), ('neuron_cores_missing', 'Missing NeuronCores'), ('neuron_hardware_errors', 'Neuron hardware execution errors'), ('efa', 'EFA error')], max_length=32, verbose_name='kind'),
+            model_name="healthevent",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("node_failure", "Node failure"),
+                    ("node_not_found", "Node not found"),
+                    ("node_replaced", "Node replaced"),
+                    ("exporter_silent", "GPU exporter not reporting"),
+                    ("gpu_xid", "GPU XID error"),
+                    ("ecc_dbe_volatile", "Double-bit ECC errors"),
+                    ("ecc_dbe_aggregate", "Double-bit ECC errors (lifetime)"),
+                    ("remapped_rows_uncorrectable", "Rows remapped after uncorrectable errors"),
+                    ("row_remap_failure", "Row remap failure"),
+                    ("row_remap_pending", "Row remap pending"),
+                    ("thermal_violation", "Thermal violation"),
+                    ("power_violation", "Power capping"),
+                    ("gpu_missing", "Missing GPU"),
+                    ("neuron_ecc_uncorrected", "Uncorrected Neuron ECC errors"),
+                    ("neuron_ecc_corrected", "Corrected Neuron ECC errors"),
+                    ("neuron_device_missing", "Missing Neuron device"),
+                    ("neuron_cores_missing", "Missing NeuronCores"),
+                    ("neuron_hardware_errors", "Neuron hardware execution errors"),
+                    ("efa", "EFA error"),
+                ],
+                max_length=32,
+                verbose_name="kind",
+            ),
         ),
     ]
