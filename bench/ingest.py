@@ -8,6 +8,9 @@
   its time, its HTTP queries and its SQL queries; a second poll with nothing changed. And the exporter text those
   150 nodes would post (each node's scrape: the rules' families and the common gauges, with dcgm-exporter's
   labels) read by `parse_exposition` and classified, without the database.
+- Trainium health: 24 trn1.32xlarge nodes × 16 Neuron devices, each node posting its Neuron monitor exporter text
+  (the real trn1n scrape of tests/samples, with ECC counters for 16 devices and utilization for 32 NeuronCores) to
+  /api/v1/clusters/{id}/health/ingest/ with the reporter token: the 24 posts' time and SQL queries, then again.
 
 Times are medians of REPEAT runs (this machine's timings vary by tens of percent from run to run).
 """
@@ -26,6 +29,8 @@ from bench._django import measured, setup
 ROWS = 10_000
 NODES = 150
 GPUS = 8
+TRN_NODES = 24
+NEURON_DEVICES = 16
 REPEAT = 3
 
 
@@ -118,6 +123,7 @@ def main() -> None:
     print(f"  ratio post / bare      {median(first) / median(bare):8.2f}×  (goal: within 3×)")
     print(f"  re-post, all known     {median(again):8.0f} ms  {again[-1]['queries']:4d} queries  (0 new rows)")
     gpu_health(cluster, nodes)
+    neuron_health(org, member)
 
 
 def exporter_scrape(host: str) -> str:
@@ -208,3 +214,53 @@ def gpu_health(cluster, nodes) -> None:
         print(f"  open events afterwards {open_events:8d}  (two Xid 79)")
     finally:
         factory.stop_all()
+
+
+def neuron_text(instance_id: str, *, uncorrected_on: int | None) -> str:
+    """One trn1 node's exporter text: the real scrape's series relabelled for this node, ECC counters for its 16
+    devices (one uncorrected SRAM error on `uncorrected_on`), utilization for its 32 NeuronCores."""
+    sample = (Path(__file__).parent.parent / "tests" / "samples" / "neuron_monitor_prometheus_trn1n.txt").read_text()
+    sample = sample.replace("i-09db9b55e0095612f", instance_id).replace("trn1n.32xlarge", "trn1.32xlarge")
+    sample = "".join(line for line in sample.splitlines(keepends=True) if "neuroncore_utilization_ratio{" not in line)
+    labels = f'instance_id="{instance_id}",instance_type="trn1.32xlarge"'
+    lines = ["# TYPE hardware_ecc_events_total counter"]
+    for device in range(NEURON_DEVICES):
+        for event in ("mem_ecc_corrected", "mem_ecc_uncorrected", "sram_ecc_corrected", "sram_ecc_uncorrected"):
+            value = 1.0 if device == uncorrected_on and event == "sram_ecc_uncorrected" else 0.0
+            lines.append(f'hardware_ecc_events_total{{event_type="{event}",{labels},neuron_device_index="{device}"}} '
+                         f"{value}")  # fmt: skip
+    lines += [f'neuroncore_utilization_ratio{{{labels},neuroncore="{core}"}} 0.{core % 10}' for core in range(32)]
+    return sample + "\n".join(lines) + "\n"
+
+
+def neuron_health(org, member) -> None:
+    from django.test import Client
+
+    from tests.factories import ClusterFactory, ClusterNodeFactory
+    from workloads.health.models import HealthEvent
+    from workloads.reporting.services import issue_token
+
+    print(f"\nTrainium health: {TRN_NODES} trn1.32xlarge nodes × {NEURON_DEVICES} devices, one post per node")
+    cluster = ClusterFactory(organization=org, name="bench-trn1")
+    cluster.groups.update(instance_type="trn1.32xlarge")
+    nodes = [ClusterNodeFactory(cluster=cluster, instance_type="trn1.32xlarge") for _ in range(TRN_NODES)]
+    _token, key = issue_token(user=member, cluster=cluster, name="bench-trn1")
+    client = Client(HTTP_AUTHORIZATION=f"Token {key}")
+    url = f"/api/v1/clusters/{cluster.pk}/health/ingest/"
+    bodies = [neuron_text(node.instance_id, uncorrected_on=3 if n == 5 else None) for n, node in enumerate(nodes)]
+    print(f"  {sum(b.count(chr(10)) for b in bodies):,} exporter lines, {sum(map(len, bodies)) / 2**20:.1f} MB")
+    runs = []
+    for label in ("first read", "same readings again"):
+        repeat = []
+        for _ in range(REPEAT if label != "first read" else 1):
+            with measured() as m:
+                for body in bodies:
+                    response = client.post(url, {"metrics": body}, content_type="application/json")
+                    assert response.status_code == 200, response.content[:300]
+            repeat.append(m)
+        runs.append((label, repeat))
+    for label, repeat in runs:
+        ms = statistics.median(r["ms"] for r in repeat)
+        print(f"  {label:22s} {ms:8.0f} ms  {repeat[-1]['queries']:4d} SQL queries  ({ms / TRN_NODES:.0f} ms a node)")
+    open_events = HealthEvent.objects.filter(cluster=cluster, resolved_at=None).count()
+    print(f"  open events afterwards {open_events:8d}  (one uncorrected SRAM ECC)")

@@ -55,14 +55,21 @@ def test_a_node_never_read_is_unknown_not_healthy(member_client, org):
     assert {cell["state"] for cell in response.context["board"]["rows"][0]["cells"]} == {"unknown"}
 
 
-def test_a_trainium_node_says_it_has_no_gpu_exporter(member_client, org):
+def test_a_trainium_node_shows_its_16_neuron_devices_and_how_busy_its_cores_are(member_client, org):
     from tests.factories import ActiveAllocationFactory
 
     allocation = ActiveAllocationFactory(organization=org, pool__instance_type=instance_type("trn1.32xlarge"))
     cluster = ClusterFactory(organization=org, allocation=allocation)
-    ClusterNodeFactory(cluster=cluster, instance_type="trn1.32xlarge")
+    ClusterNodeFactory(cluster=cluster, instance_id="i-trn", instance_type="trn1.32xlarge",
+                       gpu_read_at=timezone.now(), accelerator_utilization=0.25)  # fmt: skip
+    HealthEventFactory(cluster=cluster, instance_id="i-trn", gpu=7, kind="neuron_ecc_uncorrected", code=None,
+                       message="Neuron device 7: 864 uncorrected ECC errors (SRAM)")  # fmt: skip
     response = member_client.get(f"/clusters/{cluster.pk}/health/")
-    assert "no GPU exporter" in response.text
+    row = response.context["board"]["rows"][0]
+    assert row["gpus"] == 16 and len(row["cells"]) == 16
+    assert (row["cells"][7]["state"], row["cells"][7]["text"]) == ("critical", "ECC")
+    assert {cell["state"] for n, cell in enumerate(row["cells"]) if n != 7} == {"ok"}
+    assert "NeuronCores busy: 25%" in response.text and "no GPU exporter" not in response.text
 
 
 def test_the_board_refreshes_as_an_htmx_fragment(member_client, cluster):
@@ -138,7 +145,15 @@ def test_tenants_may_not_see_incidents_or_rules(member_client):
 def test_the_rules_page_shows_the_tables_staff_read(support_client):
     response = support_client.get("/program/health-rules/")
     assert response.status_code == 200
-    for text in ("GPU has fallen off the bus", "DCGM_FI_DEV_ROW_REMAP_FAILURE", "S2", "487"):
+    for text in (
+        "GPU has fallen off the bus",
+        "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+        "S2",
+        "487",
+        "neuron_ecc_uncorrected",
+        "trn1.32xlarge",
+        "50.56",
+    ):
         assert text in response.text
     assert "Save baseline" not in response.text  # support engineers read; program managers edit
 

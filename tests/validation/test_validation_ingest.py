@@ -132,14 +132,14 @@ def test_the_log_may_be_posted_as_text(reporter, cluster):
 def test_no_baseline_for_the_type_records_the_run_unjudged(org, member):
     from tests.factories import ActiveAllocationFactory
 
-    trn1 = ActiveAllocationFactory(organization=org, pool__instance_type=instance_type("trn1.32xlarge"))
+    trn1 = ActiveAllocationFactory(organization=org, pool__instance_type=instance_type("trn1n.32xlarge"))
     cluster = ClusterFactory(organization=org, allocation=trn1)
     client = APIClient()
     client.force_authenticate(member)
     body = post(client, cluster, SRUN_LOG, nodes=2).json()
     assert (body["verdict"], body["instance_type"], body["baseline_busbw_gbps"]) == (
         "no_baseline",
-        "trn1.32xlarge",
+        "trn1n.32xlarge",
         None,
     )
     cluster.refresh_from_db()

@@ -300,6 +300,9 @@ class ClusterNode(models.Model):
     # What the last GPU read could not say: GPU index -> the health event kinds whose DCGM field came blank (not
     # supported by this GPU or vGPU); the board shows them as "n/s" rather than as normal.
     gpu_unsupported = models.JSONField(default=dict, blank=True)
+    # Trainium: the share of the node's NeuronCores busy at that read (Neuron monitor; idle cores count as 0), for
+    # busy hours where Slurm says nothing.
+    accelerator_utilization = models.FloatField(_("accelerator utilization"), null=True, blank=True)
 
     objects = TenantQuerySet.as_manager()
 

@@ -29,6 +29,12 @@ class HealthEvent(models.Model):
         THERMAL = "thermal_violation", _("Thermal violation")
         POWER = "power_violation", _("Power capping")
         MISSING_GPU = "gpu_missing", _("Missing GPU")
+        # One per rule of workloads.health.neuron (Trainium, from the Neuron monitor).
+        NEURON_ECC_UNCORRECTED = "neuron_ecc_uncorrected", _("Uncorrected Neuron ECC errors")
+        NEURON_ECC_CORRECTED = "neuron_ecc_corrected", _("Corrected Neuron ECC errors")
+        NEURON_DEVICE_MISSING = "neuron_device_missing", _("Missing Neuron device")
+        NEURON_CORES_MISSING = "neuron_cores_missing", _("Missing NeuronCores")
+        NEURON_HARDWARE_ERRORS = "neuron_hardware_errors", _("Neuron hardware execution errors")
         EFA = "efa", _("EFA error")
 
     class Severity(models.TextChoices):

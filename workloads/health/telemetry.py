@@ -21,6 +21,7 @@ from django.utils.translation import gettext as _
 from tenants.models import InstanceType
 from workloads.clusters.hosts import HostIndex
 from workloads.clusters.models import Cluster, ClusterNode
+from workloads.health import neuron
 from workloads.health.dcgm import (
     METRIC_RULES,
     GpuReading,
@@ -37,7 +38,11 @@ from workloads.health.models import HealthEvent, PrometheusSource
 from workloads.telemetry_errors import field_errors
 
 Kind = HealthEvent.Kind
-KINDS = {"xid": Kind.GPU_XID, **{rule.kind: Kind(rule.kind) for rule in METRIC_RULES}}
+KINDS = {
+    "xid": Kind.GPU_XID,
+    **{rule.kind: Kind(rule.kind) for rule in METRIC_RULES},
+    **{kind: Kind(kind) for kind in neuron.KINDS},  # Trainium's, from the Neuron monitor (workloads.health.neuron)
+}
 GPU_KINDS = frozenset(KINDS.values())
 COUNTER_METRICS = frozenset(rule.metric for rule in METRIC_RULES if rule.min_fraction is not None)
 COUNTER_KINDS = frozenset(KINDS[rule.kind] for rule in METRIC_RULES if rule.min_fraction is not None)
@@ -67,15 +72,18 @@ def sources_for(organization) -> list[PrometheusSource]:
     )
 
 
-def expected_gpus(instance_type: str, catalog: Mapping[str, tuple[str, int]]) -> int | None:
+def expected_gpus(instance_type: str, catalog: Mapping[str, tuple[str, int, int]]) -> int | None:
     """GPUs a node of this type should report (None: not a GPU the exporter watches, e.g. Trainium)."""
-    accelerator, count = catalog.get(instance_type, ("", 0))
+    accelerator, count, _ranks = catalog.get(instance_type, ("", 0, 0))
     return count if any(name in accelerator for name in GPU_ACCELERATORS) else None
 
 
-def gpu_catalog() -> dict[str, tuple[str, int]]:
-    rows = InstanceType.objects.values_list("api_name", "accelerator", "accelerators_per_instance")
-    return {name: (accelerator, count) for name, accelerator, count in rows}
+def gpu_catalog() -> dict[str, tuple[str, int, int]]:
+    """Each type's accelerator, accelerators and ranks (NeuronCores on Trainium: 16 devices, 32 cores on trn1)."""
+    rows = InstanceType.objects.values_list(
+        "api_name", "accelerator", "accelerators_per_instance", "ranks_per_instance"
+    )
+    return {name: (accelerator, count, ranks) for name, accelerator, count, ranks in rows}
 
 
 @dataclass(frozen=True)
@@ -87,6 +95,7 @@ class NodeReading:
     counters_judged: bool
     # GPU index -> the event kinds whose field came as a DCGM blank: no reading, so their events stand as they are.
     unsupported: dict[int, list[str]] = field(default_factory=dict)
+    utilization: float | None = None  # Neuron nodes: the share of their NeuronCores busy (workloads.health.neuron)
 
 
 def classify_node(
@@ -99,6 +108,10 @@ def classify_node(
 ) -> NodeReading:
     """One node's readings; every sample is taken to be about this node (the caller matched it)."""
     host = node.instance_id
+    expected_neuron = neuron.expected_counts(node.instance_type, catalog)
+    if expected_neuron is not None or neuron.is_neuron(pairs):  # a Trainium node: the Neuron monitor's rules
+        read = neuron.classify(pairs, expected=expected_neuron, default_host=host)
+        return NodeReading(faults=list(read.faults), counters_judged=True, utilization=read.utilization)
     mine = [({**labels, "instance_id": host}, value) for labels, value in pairs]
     judged = bool(previous) and window_seconds is not None and window_seconds >= MIN_WINDOW.total_seconds()
     before = [({**labels, "instance_id": host}, value) for labels, value in previous] if judged else None
@@ -184,6 +197,9 @@ def apply_readings(
             node.gpu_unsupported = unsupported
             ClusterNode.objects.filter(pk=node.pk).update(gpu_unsupported=unsupported)
     ClusterNode.objects.filter(pk__in=[node.pk for node in readings]).update(gpu_read_at=now)
+    for node, reading in readings.items():
+        if reading.utilization is not None:
+            ClusterNode.objects.filter(pk=node.pk).update(accelerator_utilization=reading.utilization)
     HealthEvent.objects.bulk_update(resolved, ["resolved_at"])  # first: the new may take their place
     HealthEvent.objects.bulk_create(new)
     report_health(cluster, opened=new, cleared=[e for e in resolved if e.kind != Kind.EXPORTER_SILENT])
@@ -221,6 +237,8 @@ def ingest_exporter_text(*, cluster: Cluster, text: str, host: str = "", now: da
     now = now or timezone.now()
     with field_errors("metrics"):
         pairs = sample_pairs(parse_exposition(text).samples)
+        if neuron.is_neuron(pairs):  # the Neuron exporter's own process series name no node: only its rules' count
+            pairs = [(labels, value) for labels, value in pairs if labels.get("__name__") in neuron.FAMILIES]
         names = {host_of(labels, host or None) for labels, _value in pairs}
     if not pairs:  # nothing read is not "all normal": an empty or cut body must clear no condition
         raise ValidationError({"metrics": _("The exporter text has no samples: post a whole /metrics scrape.")})

@@ -26,6 +26,8 @@ from workloads.health.dcgm import METRIC_RULES, OTHER_XID, XID_CATALOG_SOURCE, X
 from workloads.health.forms import BaselineForm, IncidentFilterForm
 from workloads.health.incidents import INCIDENT_SEVERITY
 from workloads.health.models import HealthEvent, PrometheusSource
+from workloads.health.neuron import RULES as NEURON_RULES
+from workloads.health.neuron import expected_counts
 from workloads.health.telemetry import expected_gpus, gpu_catalog, sources_for
 from workloads.validation.models import NcclBaseline, NcclValidation
 from workloads.validation.services import save_baseline
@@ -42,6 +44,9 @@ SHORT = {
     Kind.THERMAL: "°C",
     Kind.POWER: "W",
     Kind.MISSING_GPU: "—",
+    Kind.NEURON_ECC_UNCORRECTED: "ECC",
+    Kind.NEURON_ECC_CORRECTED: "ecc",
+    Kind.NEURON_DEVICE_MISSING: "—",
 }
 INCIDENTS_PAGE = 50
 
@@ -69,7 +74,9 @@ def board(cluster: Cluster) -> dict:
     catalog = gpu_catalog()
     rows = []
     for node in nodes:
-        gpus = expected_gpus(node.instance_type, catalog)
+        # A GPU's column, or on Trainium a Neuron device's (workloads.health.neuron).
+        neuron_counts = expected_counts(node.instance_type, catalog)
+        gpus = expected_gpus(node.instance_type, catalog) or (neuron_counts[0] if neuron_counts else None)
         blank = node.gpu_unsupported or {}
         cells = [
             _cell(gpu, by_gpu.get((node.instance_id, gpu), []), node, blank.get(str(gpu), []))
@@ -77,7 +84,9 @@ def board(cluster: Cluster) -> dict:
         ]
         whole = by_gpu.get((node.instance_id, None), [])  # the node's own events (cloud status, silent exporter)
         every = [*whole, *(e for gpu in range(gpus or 0) for e in by_gpu.get((node.instance_id, gpu), []))]
-        rows.append({"node": node, "gpus": gpus, "cells": cells, "events": whole, "state": _state(every, node)})
+        busy = None if node.accelerator_utilization is None else f"{node.accelerator_utilization:.0%}"
+        rows.append({"node": node, "gpus": gpus, "cells": cells, "events": whole, "state": _state(every, node),
+                     "busy": busy})  # fmt: skip
     width = max((len(row["cells"]) for row in rows), default=0)
     for row in rows:  # nodes with fewer GPUs than the widest get empty cells
         if row["gpus"]:
@@ -201,6 +210,7 @@ def health_rules(request):
         "xid_source": XID_CATALOG_SOURCE,
         "metric_rules": [_translated(rule) for rule in METRIC_RULES],
         "incident_rules": [_translated(rule, words=("why",)) for rule in INCIDENT_SEVERITY],
+        "neuron_rules": NEURON_RULES,
         "baselines": NcclBaseline.objects.select_related("instance_type", "updated_by"),
         "sources": PrometheusSource.objects.visible_to(request.user).select_related("organization"),
         "form": form,

@@ -33,10 +33,11 @@ from workloads.validation.nccl import (
     judge,
     parse_nccl_log,
 )
+from workloads.validation.nccom import TRN1_MULTINODE_BASELINE, is_nccom, parse_nccom_log
 
 MAX_LOG_CHARS = 1_000_000  # kept for support to read; a longer log is kept cut, with a note
 MAX_NODES = 10_000
-DEFAULT_BASELINES = (P5_MULTINODE_BASELINE,)
+DEFAULT_BASELINES = (P5_MULTINODE_BASELINE, TRN1_MULTINODE_BASELINE)
 
 
 def worker_type(cluster: Cluster) -> str:
@@ -86,7 +87,15 @@ def record_validation(
     poster's `collective`; a log naming one and a poster another is refused. Neither: a table of a reduction
     with no root (all_reduce_perf's shape) is taken as all_reduce, anything else is kept unjudged."""
     with field_errors("log"):
-        run = parse_nccl_log(log)
+        if is_nccom(log):  # Trainium's nccom-test: the same run shape, its node count from its -N
+            nccom = parse_nccom_log(log)
+            run = nccom.run
+            if nccom.nodes is not None and nodes is not None and nodes != nccom.nodes:
+                message = _("The log ran on %(n)d nodes (its -N), not %(given)d.") % {"n": nccom.nodes, "given": nodes}
+                raise ValidationError({"nodes": message})
+            nodes = nccom.nodes if nccom.nodes is not None else nodes
+        else:
+            run = parse_nccl_log(log)
     if run.collective is not None and collective and collective != run.collective:
         message = _("The log ran %(log)s, not %(given)s.") % {"log": run.collective, "given": collective}
         raise ValidationError({"collective": message})
