@@ -24,6 +24,8 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 
+import hostlist
+
 from workloads.telemetry_errors import ParseError
 
 SACCT_FIELDS = (
@@ -235,12 +237,16 @@ def nodelist_size(text: str) -> int:
 
 
 def expand_nodelist(text: str) -> list[str]:
-    """The node names of a Slurm host list, in order: `ip-10-1-0-[1-3,7]` → ip-10-1-0-1, -2, -3, -7. Ranges keep
-    the zero padding of their first number (`node[08-10]`), several bracket groups multiply
-    (`rack[1-2]-n[1-2]`), and commas outside brackets separate hosts. Raises ValueError if malformed or over
-    MAX_NODES (checked before a single name is built)."""
+    """The node names of a Slurm host list, in order: `ip-10-1-0-[1-3,7]` → ip-10-1-0-1, -2, -3, -7, by
+    python-hostlist (NSC's library, the one `hostlist` command-line tool of many Slurm sites): ranges keep the zero
+    padding of their first number (`node[08-10]`), several bracket groups multiply (`rack[1-2]-n[1-2]`). Its own
+    bound is per part (MAX_SIZE names), not per list, so ours counts the whole list first: raises ValueError if
+    malformed or over MAX_NODES before a single name is built."""
     nodelist_size(text)
-    return [name for part in _top_level_parts(text) for name in _expand_part(part)]
+    try:
+        return hostlist.expand_hostlist(text.strip(), allow_duplicates=True)
+    except hostlist.BadHostlist as error:
+        raise ValueError(str(error)) from None
 
 
 def job_hosts(node_list: str, hosts: list[str]) -> list[str]:
@@ -296,15 +302,6 @@ def _part_size(part: str) -> int:
         if size > MAX_NODES:
             raise ValueError(f"more than {MAX_NODES:,} nodes")
     return size
-
-
-def _expand_part(part: str) -> list[str]:
-    if "[" not in part:
-        return [part.strip()]
-    head, _, rest = part.partition("[")
-    inside, _, tail = rest.partition("]")
-    numbers = [str(n).zfill(width) for first, last, width in _ranges(inside) for n in range(first, last + 1)]
-    return [f"{head}{number}{suffix}" for number in numbers for suffix in _expand_part(tail)]
 
 
 def _state(value: str, number: int) -> tuple[str, int | None]:
