@@ -390,3 +390,20 @@ def test_slurm_names_keep_the_hosts_they_had_when_reported(reporter, cluster):
     assert Job.objects.get().hosts == ["10.1.0.1"]
     post(reporter, cluster, report(line("2", nodelist="q-st-p5-1")), slurm_nodes="q-st-p5-1|ip-10-1-0-9|10.1.0.9\n")
     assert dict(Job.objects.values_list("job_id", "hosts")) == {"1": ["10.1.0.1"], "2": ["10.1.0.9"]}
+
+
+def test_a_running_job_on_a_gone_node_counts_up_to_the_nodes_going(reporter, cluster, member):
+    """Issue 24 item 5: the reporter still lists it RUNNING, but its node stopped at 12:00; its hours stop there."""
+    from tests.factories import ClusterNodeFactory
+
+    gone = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+    ClusterNodeFactory(cluster=cluster, hostname="ip-10-1-0-1", gone_at=gone)
+    running = line("8", state="RUNNING", start="2026-11-20T10:00:00", end="Unknown", nodelist="ip-10-1-0-1")
+    with time_machine.travel(datetime(2026, 11, 20, 18, 0, tzinfo=UTC), tick=False):
+        assert post(reporter, cluster, report(running)).status_code == 200
+    job = Job.objects.get()
+    assert job.state_unknown_since == gone
+    assert job.counted_until == gone and job.accelerator_hours == pytest.approx(8 * 2)  # not 8 × 8 hours
+    client = APIClient()
+    client.force_authenticate(member)
+    assert client.get(f"/api/v1/jobs/{job.pk}/").json()["accelerator_hours"] == pytest.approx(16)

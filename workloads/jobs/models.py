@@ -104,14 +104,16 @@ class Job(models.Model):
     @property
     def counted_until(self) -> datetime | None:
         """Where the job's accelerator-time ends: its End; while it holds its nodes, the last report that saw it
-        (never "now": a silent reporter must not invent busy hours); a finished job without an End, Start plus
-        ElapsedRaw. None before it starts."""
+        (never "now": a silent reporter must not invent busy hours) or, on a node since gone, that node's going; a
+        finished job without an End, Start plus ElapsedRaw. None before it starts."""
         if self.started_at is None:
             return None
         if self.ended_at is not None:
             return max(self.ended_at, self.started_at)
         if self.is_holding:
-            return max(self.last_reported_at, self.started_at)
+            # A job on a gone node stops where the node did (state_unknown_since is then its going, no later).
+            until = min(filter(None, (self.last_reported_at, self.state_unknown_since)))
+            return max(until, self.started_at)
         return self.started_at + timedelta(seconds=self.elapsed_seconds)
 
     @property

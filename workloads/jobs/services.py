@@ -240,9 +240,12 @@ def ingest_sacct(
         Cluster.objects.filter(pk=cluster.pk).update(**updates)
         flag_jobs_on_gone_nodes(cluster, now=now)
         # A job still on a gone node stays unknown since it first was, not since this report.
-        still = Job.objects.filter(pk__in=list(unknown_since), state_unknown_since=now).values_list("pk", flat=True)
-        Job.objects.bulk_update([Job(pk=pk, state_unknown_since=unknown_since[pk]) for pk in still],
-                                ["state_unknown_since"])  # fmt: skip
+        still = Job.objects.filter(pk__in=list(unknown_since)).exclude(state_unknown_since=None)
+        Job.objects.bulk_update(
+            [Job(pk=pk, state_unknown_since=min(since, unknown_since[pk])) for pk, since in
+             still.values_list("pk", "state_unknown_since")],
+            ["state_unknown_since"],
+        )  # fmt: skip
         if first_moved is not None:
             mark_days(cluster.organization_id, first_day(first_moved))
     return result
@@ -308,7 +311,8 @@ def flag_jobs_unknown(cluster: Cluster, *, now: datetime) -> int:
 
 
 def flag_jobs_on_gone_nodes(cluster: Cluster, *, now: datetime) -> int:
-    """Jobs still shown holding a node that the cloud no longer lists cannot be running there."""
+    """Jobs still shown holding a node that the cloud no longer lists cannot be running there: unknown since the
+    first of their nodes went (no later than now), where their accelerator-time stops (Job.counted_until)."""
     org = cluster.organization_id
     jobs = list(
         Job.objects.filter(organization_id=org, cluster=cluster, state_unknown_since=None)
@@ -321,12 +325,14 @@ def flag_jobs_on_gone_nodes(cluster: Cluster, *, now: datetime) -> int:
     index = HostIndex(
         ClusterNode.objects.filter(organization_id=org, cluster=cluster), {cluster.pk: cluster.slurm_nodes or {}}
     )
-    stale = [
-        job.pk
-        for job in jobs
-        if any(
-            (nodes := index.nodes(cluster.pk, name, mapped=not job.hosts)) and nodes[-1].gone_at is not None
+    stale = []
+    for job in jobs:
+        gone = [
+            nodes[-1].gone_at
             for name in job_hosts(job.node_list, job.hosts)
-        )
-    ]
-    return Job.objects.filter(pk__in=stale).update(state_unknown_since=now) if stale else 0
+            if (nodes := index.nodes(cluster.pk, name, mapped=not job.hosts)) and nodes[-1].gone_at is not None
+        ]
+        if gone:
+            stale.append(Job(pk=job.pk, state_unknown_since=min([now, *gone])))
+    Job.objects.bulk_update(stale, ["state_unknown_since"], batch_size=500)
+    return len(stale)
