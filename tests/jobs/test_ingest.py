@@ -165,6 +165,10 @@ def test_the_bounds_are_the_clusters_own(reporter, cluster):
     assert post(reporter, cluster, report(three)).status_code == 400
     cluster.groups.update(instance_count=3)
     assert post(reporter, cluster, report(three)).status_code == 200
+    # A pending job only asks: it may wait for more nodes than there are (Slurm's PartitionNodeLimit).
+    asks = line("5005", state="PENDING", start="Unknown", end="Unknown", elapsed="0", nnodes="64",
+                nodelist="None assigned", tres="")  # fmt: skip
+    assert post(reporter, cluster, report(asks)).status_code == 200
 
 
 def test_a_later_report_updates_the_job_in_place(reporter, cluster):

@@ -118,7 +118,9 @@ class Bounds:
         for column, moment in (("Submit", job.submit), ("Start", job.start), ("End", job.end)):
             if moment is not None and moment > self.latest:
                 raise ParseError(job.line_number, f"job {job.job_id}: {column} {moment.isoformat()} is in the future")
-        if job.node_count > self.nodes:
+        # A pending job's NNodes is what it asks for (Slurm lets it wait on PartitionNodeLimit): only an allocation
+        # must fit the cluster.
+        if job.node_list and job.node_count > self.nodes:
             raise ParseError(
                 job.line_number,
                 f"job {job.job_id}: NNodes {job.node_count:,} is more than the cluster's {self.nodes:,}",
