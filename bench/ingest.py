@@ -37,7 +37,8 @@ REPEAT = 3
 def sacct_report(hosts: list[str]) -> str:
     from workloads.jobs.sacct import SACCT_FIELDS
 
-    start = datetime(2026, 11, 1, tzinfo=UTC)
+    # In the past, as a real report is (times past now are refused): ROWS × 7 minutes before today.
+    start = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(minutes=7 * ROWS + 1440)
     lines = ["|".join(SACCT_FIELDS)]
     for n in range(ROWS):
         begin = start + timedelta(minutes=7 * n)

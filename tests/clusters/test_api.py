@@ -118,10 +118,19 @@ def test_nodes_are_listed_with_pagination(member_api, org):
             launch_time=now,
             first_seen_at=now,
             last_seen_at=now,
+            hostname=f"ip-10-1-0-{n}" if n else "",
         )
     body = member_api.get(f"/api/v1/clusters/{cluster.pk}/nodes/").json()
     assert body["count"] == 3
     assert [n["instance_id"] for n in body["results"]] == ["i-0", "i-1", "i-2"]
+    # The name Slurm and the exporter use; null while the cloud has given none.
+    assert [n["hostname"] for n in body["results"]] == [None, "ip-10-1-0-1", "ip-10-1-0-2"]
+
+
+def test_schema_documents_the_node_host_name(client):
+    schema = client.get("/api/schema/?format=json").json()["components"]["schemas"]["ClusterNode"]
+    hostname = schema["properties"]["hostname"]
+    assert hostname["type"] == "string" and hostname.get("nullable") is True and hostname["readOnly"] is True
 
 
 def test_support_engineer_cannot_create_or_delete(api_client, org, allocation):

@@ -90,13 +90,85 @@ def test_typed_and_untyped_gpu_entries_are_not_counted_twice(reporter, cluster):
     assert job.accelerator_hours == pytest.approx(16 * 2)  # two hours on 16 GPUs
 
 
-def test_trainium_without_gres_counts_sixteen_per_node(org, member):
+EXCLUSIVE_TRN1 = "PartitionName=trn1 AllowGroups=ALL Nodes=trn-[1-4] OverSubscribe=EXCLUSIVE State=UP\n"
+
+
+def test_trainium_without_gres_on_an_exclusive_partition_counts_sixteen_per_node(org, member):
     allocation = ActiveAllocationFactory(organization=org, pool__instance_type=instance_type("trn1.32xlarge"))
-    cluster = ClusterFactory(organization=org, allocation=allocation)
+    cluster = ClusterFactory(organization=org, allocation=allocation, workers=4)
     client = APIClient()
     client.force_authenticate(member)
-    post(client, cluster, report(line("3001", nnodes="4", nodelist="trn-[1-4]", tres="cpu=512,mem=2000G,node=4")))
-    assert Job.objects.get(job_id="3001").accelerators == 64
+    row = line("3001", partition="trn1", nnodes="4", nodelist="trn-[1-4]", tres="cpu=512,mem=2000G,node=4")
+    assert post(client, cluster, report(row), slurm_partitions=EXCLUSIVE_TRN1).status_code == 200
+    job = Job.objects.get(job_id="3001")
+    assert (job.accelerators, job.accelerators_source) == (64, "exclusive_node")
+    cluster.refresh_from_db()
+    assert cluster.slurm_exclusive_partitions == ["trn1"]
+    # A later report without the partitions keeps what the last one said; one saying none shares the nodes again.
+    post(client, cluster, report(row.replace("3001", "3002", 1)))
+    assert Job.objects.get(job_id="3002").accelerators_source == "exclusive_node"
+    post(client, cluster, report(row), slurm_partitions="PartitionName=trn1 OverSubscribe=NO\n")
+    assert Job.objects.get(job_id="3001").accelerators == 0
+
+
+def test_a_cpu_only_job_on_a_gpu_cluster_holds_no_gpus(reporter, cluster, member):
+    """The issue's 3-node CPU-only job showed 24 GPUs."""
+    cpu_only = line("3101", nnodes="2", nodelist="ip-10-1-0-[1-2]", tres="billing=192,cpu=192,mem=64G,node=2")
+    assert post(reporter, cluster, report(cpu_only)).status_code == 200
+    job = Job.objects.get(job_id="3101")
+    assert (job.accelerators, job.accelerators_source, job.accelerator_hours) == (0, "none", 0)
+    client = APIClient()
+    client.force_authenticate(member)
+    body = client.get(f"/api/v1/jobs/{job.pk}/").json()
+    assert (body["accelerators"], body["accelerators_source"]) == (0, "none")
+
+
+def test_a_bad_partition_table_is_a_400_on_its_field(reporter, cluster):
+    response = post(reporter, cluster, report(line("1")), slurm_partitions="No partitions in the system")
+    assert response.status_code == 400 and "line 1" in response.json()["slurm_partitions"][0]
+    assert not Job.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("row", "named"),
+    [
+        (line("4001", start="2026-11-20T10:00:00", end="2026-11-20T09:00:00"), "job 4001: End"),
+        (line("4002", nnodes="5000", nodelist="ip-10-1-0-[1-5000]"), "job 4002: NNodes 5,000 is more than"),
+        (
+            line("4003", tres="cpu=192,gres/gpu=100000,node=1"),
+            "job 4003: AllocTRES gives 100,000 accelerators; 1 node(s) of this cluster hold at most 8",
+        ),
+        (line("4004", state="RUNNING", start="2030-01-01T00:00:00", end="Unknown"), "job 4004: Start 2030-01-01"),
+        (line("4005", submit="2030-01-01T00:00:00"), "job 4005: Submit 2030"),
+    ],
+)
+def test_a_row_the_cluster_cannot_have_run_refuses_the_whole_report(reporter, cluster, row, named):
+    response = post(reporter, cluster, report(line("1"), row))
+    assert response.status_code == 400
+    assert "line 3: " + named in response.json()["sacct"][0]
+    assert not Job.objects.exists()
+    cluster.refresh_from_db()
+    assert cluster.last_report_at is None
+
+
+def test_the_bounds_are_the_clusters_own(reporter, cluster):
+    """Nodes: its groups, every node it listed, its allocation; times: now plus a few minutes of clock skew."""
+    with time_machine.travel(datetime(2026, 11, 20, 11, 0, tzinfo=UTC), tick=False):
+        soon = line("5001", state="RUNNING", start="2026-11-20T11:05:00", end="Unknown", elapsed="0")
+        assert post(reporter, cluster, report(soon)).status_code == 200  # a head node's clock a little ahead
+        later = line("5002", state="RUNNING", start="2026-11-20T11:30:00", end="Unknown", elapsed="0")
+        assert post(reporter, cluster, report(later)).status_code == 400
+    type(cluster.allocation).objects.filter(pk=cluster.allocation_id).update(instance_count=2)
+    two = line("5003", nnodes="2", nodelist="ip-10-1-0-[1-2]", tres="cpu=384,gres/gpu=16,node=2")
+    assert post(reporter, cluster, report(two)).status_code == 200  # two workers, 8 GPUs each
+    three = line("5004", nnodes="3", nodelist="ip-10-1-0-[1-3]", tres="cpu=384,gres/gpu=24,node=3")
+    assert post(reporter, cluster, report(three)).status_code == 400
+    cluster.groups.update(instance_count=3)
+    assert post(reporter, cluster, report(three)).status_code == 200
+    # A pending job only asks: it may wait for more nodes than there are (Slurm's PartitionNodeLimit).
+    asks = line("5005", state="PENDING", start="Unknown", end="Unknown", elapsed="0", nnodes="64",
+                nodelist="None assigned", tres="")  # fmt: skip
+    assert post(reporter, cluster, report(asks)).status_code == 200
 
 
 def test_a_later_report_updates_the_job_in_place(reporter, cluster):
@@ -322,3 +394,20 @@ def test_slurm_names_keep_the_hosts_they_had_when_reported(reporter, cluster):
     assert Job.objects.get().hosts == ["10.1.0.1"]
     post(reporter, cluster, report(line("2", nodelist="q-st-p5-1")), slurm_nodes="q-st-p5-1|ip-10-1-0-9|10.1.0.9\n")
     assert dict(Job.objects.values_list("job_id", "hosts")) == {"1": ["10.1.0.1"], "2": ["10.1.0.9"]}
+
+
+def test_a_running_job_on_a_gone_node_counts_up_to_the_nodes_going(reporter, cluster, member):
+    """Issue 24 item 5: the reporter still lists it RUNNING, but its node stopped at 12:00; its hours stop there."""
+    from tests.factories import ClusterNodeFactory
+
+    gone = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+    ClusterNodeFactory(cluster=cluster, hostname="ip-10-1-0-1", gone_at=gone)
+    running = line("8", state="RUNNING", start="2026-11-20T10:00:00", end="Unknown", nodelist="ip-10-1-0-1")
+    with time_machine.travel(datetime(2026, 11, 20, 18, 0, tzinfo=UTC), tick=False):
+        assert post(reporter, cluster, report(running)).status_code == 200
+    job = Job.objects.get()
+    assert job.state_unknown_since == gone
+    assert job.counted_until == gone and job.accelerator_hours == pytest.approx(8 * 2)  # not 8 × 8 hours
+    client = APIClient()
+    client.force_authenticate(member)
+    assert client.get(f"/api/v1/jobs/{job.pk}/").json()["accelerator_hours"] == pytest.approx(16)

@@ -168,3 +168,15 @@ def test_the_job_list_sorts_by_its_columns_in_place(manager_client, cluster):
         assert page.status_code == 200 and "<html" not in page.text
         assert "".join(job.job_id for job in page.context["page"].object_list) == expected, sort
     assert 'data-sort="accelerators"' in page.text and 'data-sort="state"' not in page.text  # state: no index
+
+
+def test_the_job_list_says_where_a_count_not_named_by_alloc_tres_came_from(member_client, cluster):
+    """Issue 24 item 5: a job given whole nodes says so; one whose AllocTRES names its GPUs needs no note."""
+    JobFactory(cluster=cluster, job_id="1", accelerators=16, accelerators_source="exclusive_node", partition="whole")
+    JobFactory(cluster=cluster, job_id="2", accelerators=8, accelerators_source="alloc_tres")
+    JobFactory(cluster=cluster, job_id="3", accelerators=0, accelerators_source="none")
+    response = member_client.get("/jobs/", {"cluster": cluster.pk})
+    assert response.status_code == 200
+    assert response.text.count("whole nodes: an exclusive partition, no gres") == 1
+    for source in ("exclusive_node", "alloc_tres", "none"):
+        assert f'data-accelerators-source="{source}"' in response.text

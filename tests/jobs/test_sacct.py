@@ -14,6 +14,7 @@ from workloads.jobs.sacct import (
     SacctJob,
     accelerator_hours,
     accelerator_seconds,
+    parse_exclusive_partitions,
     parse_sacct,
 )
 from workloads.telemetry_errors import ParseError
@@ -42,6 +43,7 @@ def test_a_report_with_its_header_parses_every_field():
         accelerators=8,
         accelerator_kind="gpu",
         accelerator_type="h100",
+        accelerators_source="alloc_tres",
         line_number=2,
     )
     assert job.start.utcoffset() == timedelta(hours=9)  # local cluster time, made aware
@@ -100,20 +102,57 @@ def test_accelerators_never_add_typed_entries_to_the_untyped_total(tres, count, 
     assert (job.accelerators, job.accelerator_kind, job.accelerator_type) == (count, kind, model)
 
 
-def test_without_gres_the_caller_counts_accelerators_per_node():
-    trn1 = line(nnodes="4", tres="billing=512,cpu=512,mem=2000G,node=4")
-    assert parse(trn1)[0].accelerators == 0
-    (job,) = parse(trn1, accelerators_per_node=16)
-    assert (job.accelerators, job.accelerator_kind) == (64, None)
+def test_a_job_without_gres_holds_no_accelerators_on_a_shared_partition():
+    """The report's 3-node CPU-only job on a GPU cluster: 0, not 8 per node."""
+    cpu_only = line(nnodes="3", nodelist="p5-dy-p5-[1-3]", tres="billing=288,cpu=288,mem=96G,node=3")
+    (job,) = parse(cpu_only, accelerators_per_node=8)
+    assert (job.accelerators, job.accelerator_kind, job.accelerators_source) == (0, None, "none")
+    (job,) = parse(cpu_only, accelerators_per_node=8, exclusive_partitions=frozenset({"other"}))
+    assert (job.accelerators, job.accelerators_source) == (0, "none")
 
 
-def test_per_node_counting_never_overrides_gres_nor_counts_a_pending_job():
-    assert parse(line(nnodes="2", tres="cpu=384,gres/gpu=16,node=2"), accelerators_per_node=16)[0].accelerators == 16
+def test_a_job_without_gres_on_an_exclusive_partition_holds_its_nodes_accelerators():
+    trn1 = line(partition="trn1", nnodes="4", tres="billing=512,cpu=512,mem=2000G,node=4")
+    (job,) = parse(trn1, accelerators_per_node=16, exclusive_partitions=frozenset({"trn1"}))
+    assert (job.accelerators, job.accelerator_kind, job.accelerators_source) == (64, None, "exclusive_node")
+
+
+def test_gres_wins_over_whole_nodes_and_a_pending_job_holds_none():
+    exclusive = frozenset({"p5"})
+    (job,) = parse(
+        line(nnodes="2", tres="cpu=384,gres/gpu=4,node=2"), accelerators_per_node=8, exclusive_partitions=exclusive
+    )
+    assert (job.accelerators, job.accelerators_source) == (4, "alloc_tres")
     pending = line(
         state="PENDING", start="Unknown", end="Unknown", elapsed="0", nnodes="2", nodelist="None assigned", tres=""
     )
-    (job,) = parse(pending, accelerators_per_node=16)
-    assert (job.accelerators, job.node_count, job.node_list) == (0, 2, "")
+    (job,) = parse(pending, accelerators_per_node=16, exclusive_partitions=exclusive)
+    assert (job.accelerators, job.node_count, job.node_list, job.accelerators_source) == (0, 2, "", "none")
+
+
+def test_an_end_before_its_start_is_refused():
+    with pytest.raises(ParseError, match=r"line 2: job 1001: End 2026-11-20T09:00:00 is before its Start"):
+        parse(HEADER, line(start="2026-11-20T09:16:00", end="2026-11-20T09:00:00"))
+
+
+def test_exclusive_partitions_are_read_from_scontrol():
+    one_line = (
+        "PartitionName=p5 AllowGroups=ALL Default=YES JobDefaults=(null) Nodes=p5-dy-p5-[1-4] "
+        "OverSubscribe=EXCLUSIVE State=UP TRES=cpu=768,mem=8000G,node=4,billing=768,gres/gpu=32\n"
+        "PartitionName=cpu AllowGroups=ALL Default=NO Nodes=c7i-[1-2] OverSubscribe=NO State=UP\n"
+        "PartitionName=old Shared=EXCLUSIVE\n"
+        "PartitionName=shared OverSubscribe=FORCE:4\n"
+    )
+    assert parse_exclusive_partitions(one_line) == {"p5", "old"}
+    # Without -o: one record over several indented lines.
+    assert parse_exclusive_partitions("PartitionName=trn1\n   AllowGroups=ALL\n   OverSubscribe=EXCLUSIVE\n") == {
+        "trn1"
+    }
+    assert parse_exclusive_partitions("") == frozenset()
+    with pytest.raises(ParseError, match="line 1: expected key=value words"):
+        parse_exclusive_partitions("No partitions in the system")
+    with pytest.raises(ParseError, match="before any PartitionName"):
+        parse_exclusive_partitions("OverSubscribe=EXCLUSIVE")
 
 
 def test_a_job_with_gpus_and_neuron_devices_is_refused():
@@ -367,6 +406,9 @@ NODE_LIST = st.just("") | host_lists()
 
 @st.composite
 def jobs(draw):
+    start, end = draw(TIME), draw(TIME)
+    if isinstance(start, datetime) and isinstance(end, datetime) and end < start:
+        start, end = end, start  # an End before its Start is refused (test_an_end_before_its_start_is_refused)
     return {
         "job_id": draw(JOB_ID),
         "name": draw(NAME),
@@ -375,8 +417,8 @@ def jobs(draw):
         "partition": draw(FREE_TEXT),
         "state": draw(STATE),
         "submit": draw(TIME),
-        "start": draw(TIME),
-        "end": draw(TIME),
+        "start": start,
+        "end": end,
         "elapsed": draw(st.integers(0, 10**8)),
         "nnodes": draw(st.integers(0, 512)),
         "nodelist": draw(NODE_LIST),

@@ -38,6 +38,7 @@ SACCT_OUTPUT = "\n".join(
     ]
 )
 SINFO_OUTPUT = "p5-1|p5-1|127.0.0.1\np5-2|p5-2|127.0.0.2\np5-1|p5-1|127.0.0.1\n"  # p5-1 is in two partitions
+PARTITIONS_OUTPUT = "PartitionName=p5 AllowGroups=ALL Default=YES Nodes=p5-[1-2] OverSubscribe=EXCLUSIVE State=UP\n"
 JOBS_ANSWER = {"received": 2, "created": 1, "updated": 1, "unchanged": 0}
 
 
@@ -114,6 +115,8 @@ def node(tmp_path, portal):
         f'printf "%s\\n" "$@" > {tmp_path}/sacct.args\ncat {tmp_path}/sacct.out',
     )
     fake(bin_dir / "sinfo", f'printf "%s\\n" "$@" > {tmp_path}/sinfo.args\ncat {tmp_path}/sinfo.out')
+    (tmp_path / "scontrol.out").write_text(PARTITIONS_OUTPUT)
+    fake(bin_dir / "scontrol", f'printf "%s\\n" "$@" > {tmp_path}/scontrol.args\ncat {tmp_path}/scontrol.out')
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n")
     token_file.chmod(0o600)
@@ -294,12 +297,24 @@ def test_jobs_posts_sacct_and_sinfo_output_with_the_token(node, portal):
     assert request["body"] == {
         "sacct": SACCT_OUTPUT,
         "slurm_nodes": SINFO_OUTPUT,
+        "slurm_partitions": PARTITIONS_OUTPUT,
         "timezone": "UTC",
         "interval_seconds": 600,
     }
     sacct_args = (node.dir / "sacct.args").read_text().splitlines()
     assert sacct_args == fmp_reporter.sacct_command(2)[1:]
     assert (node.dir / "sinfo.args").read_text().splitlines() == ["-h", "-N", "-o", "%N|%n|%o"]
+    assert (node.dir / "scontrol.args").read_text().splitlines() == ["show", "partition", "-o"]
+
+
+def test_jobs_are_posted_without_partitions_when_scontrol_fails(node, portal):
+    """The portal then keeps the partitions the last report gave: the jobs still count."""
+    fake(node.bin / "scontrol", 'echo "slurm_load_partitions error: Unable to contact slurm controller" >&2; exit 1')
+    result = run(node, "jobs")
+    assert result.returncode == 0, result.stderr
+    assert "partitions not sent: scontrol exited with status 1: slurm_load_partitions error" in result.stderr
+    [request] = portal.requests
+    assert "slurm_partitions" not in request["body"] and request["body"]["sacct"] == SACCT_OUTPUT
 
 
 def old_python() -> str | None:

@@ -204,6 +204,14 @@ class Cluster(models.Model):
         blank=True,
         help_text=_("Slurm node name → host name or address, from the reporter's sinfo."),
     )
+    # Partitions giving each job whole nodes (OverSubscribe=EXCLUSIVE), from the reporter's scontrol: a job there
+    # without gres holds its nodes' accelerators (workloads.jobs.sacct).
+    slurm_exclusive_partitions = models.JSONField(
+        _("exclusive Slurm partitions"),
+        default=list,
+        blank=True,
+        help_text=_("Partitions with OverSubscribe=EXCLUSIVE, from the reporter's scontrol show partition."),
+    )
     # Set by an nccl-tests run under its baseline (workloads.validation), cleared by the next one that passes.
     interconnect_suspect_since = models.DateTimeField(_("interconnect suspect since"), null=True, blank=True)
 

@@ -222,10 +222,16 @@ class ClusterCreateSerializer(api.Serializer):
 
 
 class ClusterNodeSerializer(api.ModelSerializer):
+    hostname = serializers.SerializerMethodField(
+        help_text="The node's private host name as the cloud gives it (ip-10-1-0-7…), the name Slurm and the GPU "
+        "exporter use for it; null while the cloud has not given one."
+    )
+
     class Meta:
         model = ClusterNode
         fields = [
             "instance_id",
+            "hostname",
             "group_name",
             "instance_type",
             "status",
@@ -247,3 +253,7 @@ class ClusterNodeSerializer(api.ModelSerializer):
             "last_seen_at": {"help_text": "When the portal last saw the node in the cluster."},
             "gone_at": {"help_text": "When the node was first missing from the cluster's list; null while listed."},
         }
+
+    @extend_schema_field(serializers.CharField(allow_null=True, max_length=255))
+    def get_hostname(self, node: ClusterNode) -> str | None:
+        return node.hostname or None

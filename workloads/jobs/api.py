@@ -23,7 +23,9 @@ class JobIngestView(ClusterIngestView):
         summary="Post the cluster's sacct table: jobs are added or updated per job id (posting twice changes nothing)",
         description="Body: JSON (the fields below) or the sacct output itself as text/plain, with `timezone` and "
         "`interval_seconds` in the query string. Authenticate with the cluster's reporter token (`Token fmc_…`) or "
-        "your own. A bad line is a 400 naming it, and nothing of the report is kept; over 20 MB is a 413.",
+        "your own. A bad line, or a job the cluster cannot have run (an End before its Start, a time in the future, "
+        "more nodes than the cluster has, more accelerators than its nodes hold), is a 400 naming the line, the job "
+        "and the field, and nothing of the report is kept; over 20 MB is a 413.",
         request={"application/json": JobIngestSerializer, "text/plain": OpenApiTypes.STR},
         responses={200: JobIngestResultSerializer},
     )
@@ -36,6 +38,7 @@ class JobIngestView(ClusterIngestView):
             text=data["sacct"],
             timezone_name=data["timezone"],
             slurm_nodes=data.get("slurm_nodes", ""),
+            slurm_partitions=data.get("slurm_partitions"),
             interval_seconds=data.get("interval_seconds"),
         )
         return asdict(result), status.HTTP_200_OK

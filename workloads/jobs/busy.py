@@ -1,7 +1,8 @@
 """Busy accelerator-time: the accelerators scheduler jobs held, counted per node and hour and never more than the
 node ran in that hour (its run intervals × its accelerators). The usage rollup calls it for the days it rebuilds.
 
-- A job counts from Start to End; while it holds its nodes, up to the last report that listed it (never "now").
+- A job counts from Start to End; while it holds its nodes, up to the last report that listed it (never "now"), or
+  the going of a node of it the cloud no longer lists, if earlier; and never past what each node ran (below).
 - Its accelerators are shared out over the nodes of its NodeList (an even split; the remainder to the first ones).
 - A Slurm node name means a cloud node through the host key (workloads.clusters.hosts): HyperPod names nodes by
   host name, ParallelCluster through the reporter's node map. A name the portal cannot place counts nothing, since
@@ -118,6 +119,7 @@ def _demand(organization_ids: list[int], window: tuple[datetime, datetime]) -> d
             "started_at",
             "ended_at",
             "last_reported_at",
+            "state_unknown_since",
             "elapsed_seconds",
             "node_list",
             "hosts",
@@ -134,11 +136,11 @@ def _demand(organization_ids: list[int], window: tuple[datetime, datetime]) -> d
         dict(Cluster.objects.filter(pk__in=clusters).values_list("pk", "slurm_nodes")),
     )
     demand: dict[tuple[int, str, datetime], int] = defaultdict(int)
-    for cluster_id, state, started, ended, reported, elapsed, node_list, hosts, accelerators in jobs:
+    for cluster_id, state, started, ended, reported, unknown, elapsed, node_list, hosts, accelerators in jobs:
         if ended is not None:
             until = ended
         elif state in HOLDING_STATES:
-            until = reported
+            until = min(filter(None, (reported, unknown)))  # as Job.counted_until: a gone node's going stops it
         else:
             until = started + timedelta(seconds=elapsed)
         start, end = max(started, window[0]), min(until, window[1])

@@ -14,7 +14,7 @@ from django.utils.translation import gettext_lazy as _
 
 from tenants.models import Organization, TenantQuerySet
 from workloads.clusters.models import Cluster
-from workloads.jobs.sacct import HOLDING_STATES
+from workloads.jobs.sacct import FROM_ALLOC_TRES, FROM_EXCLUSIVE_NODE, FROM_NONE, HOLDING_STATES
 
 
 class JobQuerySet(TenantQuerySet):
@@ -25,6 +25,15 @@ class JobQuerySet(TenantQuerySet):
     def running(self) -> JobQuerySet:
         """Holding their nodes, as far as the portal can tell: not on a silent reporter or a gone node."""
         return self.holding().filter(state_unknown_since=None)
+
+
+class AcceleratorsSource(models.TextChoices):
+    """Where a job's accelerator count came from (workloads.jobs.sacct)."""
+
+    ALLOC_TRES = FROM_ALLOC_TRES, _("AllocTRES names them")
+    EXCLUSIVE_NODE = FROM_EXCLUSIVE_NODE, _("whole nodes: an exclusive partition, no gres")
+    NONE = FROM_NONE, _("none: no gres on a shared partition")
+    PER_NODE = "per_node", _("counted per node (reported before AllocTRES was read)")
 
 
 class Job(models.Model):
@@ -52,6 +61,9 @@ class Job(models.Model):
     accelerators = models.PositiveIntegerField(_("accelerators"), default=0)
     accelerator_kind = models.CharField(_("accelerator kind"), max_length=8, blank=True)  # gpu, neuron
     accelerator_type = models.CharField(_("accelerator type"), max_length=32, blank=True)  # h100
+    accelerators_source = models.CharField(
+        _("accelerators from"), max_length=16, choices=AcceleratorsSource.choices, default=AcceleratorsSource.NONE
+    )
     first_reported_at = models.DateTimeField(_("first reported"))
     # The last report that listed the job: a job still holding its nodes counts up to here, never to "now".
     last_reported_at = models.DateTimeField(_("last reported"))
@@ -92,14 +104,16 @@ class Job(models.Model):
     @property
     def counted_until(self) -> datetime | None:
         """Where the job's accelerator-time ends: its End; while it holds its nodes, the last report that saw it
-        (never "now": a silent reporter must not invent busy hours); a finished job without an End, Start plus
-        ElapsedRaw. None before it starts."""
+        (never "now": a silent reporter must not invent busy hours) or, on a node since gone, that node's going; a
+        finished job without an End, Start plus ElapsedRaw. None before it starts."""
         if self.started_at is None:
             return None
         if self.ended_at is not None:
             return max(self.ended_at, self.started_at)
         if self.is_holding:
-            return max(self.last_reported_at, self.started_at)
+            # A job on a gone node stops where the node did (state_unknown_since is then its going, no later).
+            until = min(filter(None, (self.last_reported_at, self.state_unknown_since)))
+            return max(until, self.started_at)
         return self.started_at + timedelta(seconds=self.elapsed_seconds)
 
     @property

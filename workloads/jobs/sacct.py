@@ -13,7 +13,10 @@ src/sacct/print.c, src/common/print_fields.c, src/common/parse_time.c):
   and an empty field for no value: all three become None.
 - State is one word, except `CANCELLED by <uid>`: the uid is kept apart from the state.
 - AllocTRES lists `gres/gpu=8` (the total) and `gres/gpu:h100=8` (the same GPUs by type): a typed
-  entry is a breakdown, never added to the total. Pending jobs have no AllocTRES.
+  entry is a breakdown, never added to the total. Pending jobs have no AllocTRES. A job whose AllocTRES names
+  no GPU or Neuron gres holds none (a CPU-only job on a GPU node), unless its partition gives whole nodes
+  (`OverSubscribe=EXCLUSIVE` in `scontrol show partition`): then nobody else can use the node's accelerators
+  and the job holds them all. Each job says which: its `accelerators_source`.
 - `-X` leaves job steps out; a step id (`123.batch`) means the command was run without it.
 
 Each line is a job allocation: an array task (`123_4`), a pending array (`123_[5-10]`) and a
@@ -23,6 +26,8 @@ heterogeneous component (`123+1`) are distinct jobs, keyed by their JobID string
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
+
+import hostlist
 
 from workloads.telemetry_errors import ParseError
 
@@ -84,6 +89,11 @@ HOLDING_STATES = frozenset(
 
 ACCELERATOR_GRES = ("gpu", "neuron")  # gres/gpu on P5, gres/neuron on Trn1
 
+# Where a job's accelerator count came from.
+FROM_ALLOC_TRES = "alloc_tres"  # AllocTRES names gres/gpu or gres/neuron
+FROM_EXCLUSIVE_NODE = "exclusive_node"  # no gres, but an OverSubscribe=EXCLUSIVE partition gave it whole nodes
+FROM_NONE = "none"  # no gres on a shared partition, or not allocated yet: it holds none
+
 MAX_JOB_ID = 64  # characters
 _JOB_ID = re.compile(r"\d+(?:_(?:\d+|\[[^\]|]+\])|\+\d+)?")
 _STEP_ID = re.compile(r"\d+(?:_(?:\d+|\[[^\]|]+\])|\+\d+)?\.\S+")
@@ -110,15 +120,23 @@ class SacctJob:
     accelerators: int
     accelerator_kind: str | None  # "gpu" or "neuron" when AllocTRES names them; None when counted per node
     accelerator_type: str | None  # "h100" when the typed entries name exactly one type
+    accelerators_source: str  # FROM_ALLOC_TRES, FROM_EXCLUSIVE_NODE or FROM_NONE
     line_number: int
 
 
-def parse_sacct(text: str, *, tz: tzinfo, accelerators_per_node: int | None = None) -> tuple[SacctJob, ...]:
+def parse_sacct(
+    text: str,
+    *,
+    tz: tzinfo,
+    accelerators_per_node: int | None = None,
+    exclusive_partitions: frozenset[str] = frozenset(),
+) -> tuple[SacctJob, ...]:
     """Every job in the report, in the order first seen; raises ParseError on any bad line.
 
-    `tz` is the cluster's time zone. `accelerators_per_node` (16 for trn1.32xlarge) counts the
-    accelerators of an allocated job whose AllocTRES names no GPU or Neuron gres at all. A job id
-    listed twice (overlapping reports pasted together) is kept once, with its last row.
+    `tz` is the cluster's time zone. An allocated job whose AllocTRES names no GPU or Neuron gres holds
+    none, unless it ran in one of `exclusive_partitions` (whole nodes per job): then it holds
+    `accelerators_per_node` (16 for trn1.32xlarge) on each node. A job id listed twice (overlapping reports
+    pasted together) is kept once, with its last row. A row that cannot be (an End before its Start) is refused.
     """
     if tz is None:
         raise TypeError("parse_sacct needs the cluster's tzinfo: sacct prints local times without an offset")
@@ -132,7 +150,7 @@ def parse_sacct(text: str, *, tz: tzinfo, accelerators_per_node: int | None = No
         fields = line.split("|")
         if _is_header(fields, number):
             continue
-        job = _parse_line(fields, number, tz, accelerators_per_node)
+        job = _parse_line(fields, number, tz, accelerators_per_node, exclusive_partitions)
         jobs[job.job_id] = job
     return tuple(jobs.values())
 
@@ -176,7 +194,9 @@ def _is_header(fields: list[str], number: int) -> bool:
     return True
 
 
-def _parse_line(fields: list[str], number: int, tz: tzinfo, accelerators_per_node: int | None) -> SacctJob:
+def _parse_line(
+    fields: list[str], number: int, tz: tzinfo, accelerators_per_node: int | None, exclusive: frozenset[str]
+) -> SacctJob:
     if len(fields) < len(SACCT_FIELDS):
         raise ParseError(number, f"expected {len(SACCT_FIELDS)} fields separated by |, found {len(fields)}")
     # Only JobName is free text: a surplus of fields is a | typed into the name.
@@ -189,8 +209,12 @@ def _parse_line(fields: list[str], number: int, tz: tzinfo, accelerators_per_nod
     state, cancelled_by = _state(state, number)
     node_count = _whole_number("NNodes", nnodes, number)
     kind, model, accelerators = _accelerators(alloc_tres, number)
-    if kind is None and accelerators_per_node is not None and alloc_tres.strip():
-        accelerators = node_count * accelerators_per_node
+    source = FROM_ALLOC_TRES if kind is not None else FROM_NONE
+    if kind is None and alloc_tres.strip() and partition in exclusive and accelerators_per_node:
+        accelerators, source = node_count * accelerators_per_node, FROM_EXCLUSIVE_NODE
+    start_at, end_at = _time("Start", start, number, tz), _time("End", end, number, tz)
+    if start_at is not None and end_at is not None and end_at < start_at:
+        raise ParseError(number, f"job {job_id}: End {end} is before its Start {start}")
     return SacctJob(
         job_id=job_id,
         name=name,
@@ -200,14 +224,15 @@ def _parse_line(fields: list[str], number: int, tz: tzinfo, accelerators_per_nod
         state=state,
         cancelled_by_uid=cancelled_by,
         submit=_time("Submit", submit, number, tz),
-        start=_time("Start", start, number, tz),
-        end=_time("End", end, number, tz),
+        start=start_at,
+        end=end_at,
         elapsed_seconds=_whole_number("ElapsedRaw", elapsed, number, MAX_ELAPSED),
         node_count=node_count,
         node_list=_node_list(node_list, number),
         accelerators=accelerators,
         accelerator_kind=kind,
         accelerator_type=model,
+        accelerators_source=source,
         line_number=number,
     )
 
@@ -235,12 +260,16 @@ def nodelist_size(text: str) -> int:
 
 
 def expand_nodelist(text: str) -> list[str]:
-    """The node names of a Slurm host list, in order: `ip-10-1-0-[1-3,7]` → ip-10-1-0-1, -2, -3, -7. Ranges keep
-    the zero padding of their first number (`node[08-10]`), several bracket groups multiply
-    (`rack[1-2]-n[1-2]`), and commas outside brackets separate hosts. Raises ValueError if malformed or over
-    MAX_NODES (checked before a single name is built)."""
+    """The node names of a Slurm host list, in order: `ip-10-1-0-[1-3,7]` → ip-10-1-0-1, -2, -3, -7, by
+    python-hostlist (NSC's library, the one `hostlist` command-line tool of many Slurm sites): ranges keep the zero
+    padding of their first number (`node[08-10]`), several bracket groups multiply (`rack[1-2]-n[1-2]`). Its own
+    bound is per part (MAX_SIZE names), not per list, so ours counts the whole list first: raises ValueError if
+    malformed or over MAX_NODES before a single name is built."""
     nodelist_size(text)
-    return [name for part in _top_level_parts(text) for name in _expand_part(part)]
+    try:
+        return hostlist.expand_hostlist(text.strip(), allow_duplicates=True)
+    except hostlist.BadHostlist as error:
+        raise ValueError(str(error)) from None
 
 
 def job_hosts(node_list: str, hosts: list[str]) -> list[str]:
@@ -296,15 +325,6 @@ def _part_size(part: str) -> int:
         if size > MAX_NODES:
             raise ValueError(f"more than {MAX_NODES:,} nodes")
     return size
-
-
-def _expand_part(part: str) -> list[str]:
-    if "[" not in part:
-        return [part.strip()]
-    head, _, rest = part.partition("[")
-    inside, _, tail = rest.partition("]")
-    numbers = [str(n).zfill(width) for first, last, width in _ranges(inside) for n in range(first, last + 1)]
-    return [f"{head}{number}{suffix}" for number in numbers for suffix in _expand_part(tail)]
 
 
 def _state(value: str, number: int) -> tuple[str, int | None]:
@@ -401,3 +421,27 @@ def parse_sinfo_nodes(text: str) -> dict[str, str]:
         if host:
             nodes[name] = host
     return nodes
+
+
+PARTITIONS_COMMAND = "scontrol show partition -o"  # one line per partition: PartitionName=p5 … OverSubscribe=…
+
+
+def parse_exclusive_partitions(text: str) -> frozenset[str]:
+    """The partitions that give each job whole nodes, from `scontrol show partition` (with -o or without: a record
+    starts at PartitionName=). Slurm's slurm.conf(5): OverSubscribe=EXCLUSIVE "allocates entire nodes to jobs even
+    with SelectType=select/cons_tres"; Slurm before 15.08 printed it as Shared=EXCLUSIVE. Raises ParseError on a
+    line that is not key=value words."""
+    exclusive: set[str] = set()
+    name: str | None = None
+    for number, line in enumerate(text.split("\n"), start=1):
+        for word in line.split():
+            key, equals, value = word.partition("=")
+            if not equals:
+                raise ParseError(number, f"expected key=value words (run {PARTITIONS_COMMAND}); found {word[:80]!r}")
+            if key == "PartitionName":
+                name = value
+            elif key in ("OverSubscribe", "Shared") and value.upper() == "EXCLUSIVE":
+                if name is None:
+                    raise ParseError(number, f"{key}=EXCLUSIVE before any PartitionName=")
+                exclusive.add(name)
+    return frozenset(exclusive)

@@ -6,7 +6,7 @@ from rest_framework import serializers
 
 from portal import serializers as api
 from workloads.jobs.models import Job
-from workloads.jobs.sacct import SACCT_COMMAND, SINFO_COMMAND
+from workloads.jobs.sacct import PARTITIONS_COMMAND, SACCT_COMMAND, SINFO_COMMAND
 from workloads.jobs.services import MAX_INTERVAL, MIN_INTERVAL
 from workloads.reporting.ingest import report_field
 
@@ -20,6 +20,12 @@ class JobIngestSerializer(api.Serializer):
         allow_blank=True,
         help_text=f"The output of `{SINFO_COMMAND}`: maps Slurm node names to hosts (ParallelCluster names nodes "
         "queue-st-type-N).",
+    )
+    slurm_partitions = report_field(
+        required=False,
+        allow_blank=True,
+        help_text=f"The output of `{PARTITIONS_COMMAND}`: a partition with OverSubscribe=EXCLUSIVE gives each job "
+        "whole nodes, so a job there without gres holds its nodes' accelerators. Absent: what the last report said.",
     )
     timezone = serializers.CharField(
         required=False, default="UTC", max_length=64, help_text="The time zone sacct printed in (run it with TZ=UTC)."
@@ -74,6 +80,7 @@ class JobSerializer(api.ModelSerializer):
             "accelerators",
             "accelerator_kind",
             "accelerator_type",
+            "accelerators_source",
             "accelerator_hours",
             "first_reported_at",
             "last_reported_at",
@@ -97,6 +104,12 @@ class JobSerializer(api.ModelSerializer):
             "accelerators": {"help_text": "Accelerators (GPUs or Neuron devices) allocated to the job, on all nodes."},
             "accelerator_kind": {"help_text": "gpu or neuron; empty when the job has no accelerators."},
             "accelerator_type": {"help_text": "The accelerator model Slurm names, e.g. h100; empty when not named."},
+            "accelerators_source": {
+                "help_text": "Where `accelerators` came from: alloc_tres (AllocTRES names GPU or Neuron gres), "
+                "exclusive_node (no gres, but its partition is OverSubscribe=EXCLUSIVE: it holds its nodes' "
+                "accelerators), none (no gres on a shared partition, or not allocated yet), per_node (reported "
+                "before the portal read AllocTRES this way: counted per node)."
+            },
             "first_reported_at": {"help_text": "When a report first listed the job."},
             "last_reported_at": {"help_text": "When a report last listed the job."},
         }

@@ -9,7 +9,7 @@ days for the usage rollup, whose busy accelerator-hours are computed from these 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.core.exceptions import ValidationError
@@ -18,7 +18,7 @@ from django.db.models import Min
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from tenants.models import CapacityPool
+from tenants.models import CapacityPool, InstanceType
 from workloads.clusters.hosts import HostIndex
 from workloads.clusters.models import Cluster, ClusterNode
 from workloads.jobs.models import Job
@@ -27,10 +27,11 @@ from workloads.jobs.sacct import (
     expand_nodelist,
     job_hosts,
     nodelist_size,
+    parse_exclusive_partitions,
     parse_sacct,
     parse_sinfo_nodes,
 )
-from workloads.telemetry_errors import field_errors
+from workloads.telemetry_errors import ParseError, field_errors
 from workloads.usage.rollups import mark_days
 
 CHUNK = 2_000  # ids per IN (...) list: well under SQLite's 32,766 variables
@@ -55,6 +56,7 @@ REPORTED = (
     "accelerators",
     "accelerator_kind",
     "accelerator_type",
+    "accelerators_source",
 )
 
 
@@ -76,8 +78,60 @@ def zone(name: str) -> ZoneInfo:
 
 
 def accelerators_per_node(cluster: Cluster) -> int:
-    """What one worker holds (8 GPUs on p5, 16 Trainium chips on trn1): counts a job whose AllocTRES names none."""
+    """What one worker holds (8 GPUs on p5, 16 Trainium chips on trn1): a job given whole nodes without gres holds
+    this many on each."""
     return cluster.allocation.pool.instance_type.accelerators_per_instance
+
+
+CLOCK_SKEW = timedelta(minutes=10)  # a head node's clock ahead of ours, at most: NTP keeps EC2 within milliseconds
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """What a job of this cluster can be: physics (time runs forward, up to now) and the cluster (its nodes, what
+    each holds)."""
+
+    latest: datetime  # now + CLOCK_SKEW: no time of a report lies past it
+    nodes: int  # the most nodes a job can have
+    accelerators_per_node: int  # the most any of its nodes holds
+
+    @classmethod
+    def of(cls, cluster: Cluster, *, now: datetime) -> Bounds:
+        groups = list(cluster.groups.values_list("instance_type", "instance_count"))
+        types = {kind for kind, _count in groups}
+        types |= set(ClusterNode.objects.filter(cluster=cluster).values_list("instance_type", flat=True).distinct())
+        per_type = InstanceType.objects.filter(api_name__in=types).values_list("accelerators_per_instance", flat=True)
+        # Every node it has listed (replaced ones too), its groups, its allocation: the most it can have had at once.
+        counts = (
+            ClusterNode.objects.filter(cluster=cluster).count(),
+            sum(count for _kind, count in groups),
+            cluster.allocation.instance_count,
+        )
+        return cls(
+            latest=now + CLOCK_SKEW,
+            nodes=max(counts),
+            accelerators_per_node=max([accelerators_per_node(cluster), *per_type]),
+        )
+
+    def check(self, job: SacctJob) -> None:
+        """Raises ParseError naming the job, its line and the field it cannot have."""
+        for column, moment in (("Submit", job.submit), ("Start", job.start), ("End", job.end)):
+            if moment is not None and moment > self.latest:
+                raise ParseError(job.line_number, f"job {job.job_id}: {column} {moment.isoformat()} is in the future")
+        # A pending job's NNodes is what it asks for (Slurm lets it wait on PartitionNodeLimit): only an allocation
+        # must fit the cluster.
+        if job.node_list and job.node_count > self.nodes:
+            raise ParseError(
+                job.line_number,
+                f"job {job.job_id}: NNodes {job.node_count:,} is more than the cluster's {self.nodes:,}",
+            )
+        most = max(job.node_count, 1) * self.accelerators_per_node
+        if job.accelerators > most:
+            raise ParseError(
+                job.line_number,
+                f"job {job.job_id}: AllocTRES gives {job.accelerators:,} accelerators; {job.node_count:,} node(s) "
+                f"of this cluster hold at most {most:,}",
+            )
 
 
 def _columns(job: SacctJob, aliases: dict[str, str]) -> dict:
@@ -98,6 +152,7 @@ def _columns(job: SacctJob, aliases: dict[str, str]) -> dict:
         "accelerators": job.accelerators,
         "accelerator_kind": job.accelerator_kind or "",
         "accelerator_type": (job.accelerator_type or "")[:32],
+        "accelerators_source": job.accelerators_source,
     }
 
 
@@ -123,10 +178,14 @@ def ingest_sacct(
     text: str,
     timezone_name: str = "UTC",
     slurm_nodes: str = "",
+    slurm_partitions: str | None = None,
     interval_seconds: int | None = None,
     now: datetime | None = None,
 ) -> IngestResult:
-    """Upsert the report's jobs; raises ParseError (naming the line) or ValidationError and then writes nothing."""
+    """Upsert the report's jobs; raises ParseError (naming the line) or ValidationError and then writes nothing.
+
+    `slurm_partitions` (`scontrol show partition -o`) says which partitions give whole nodes; without it, what the
+    cluster's last one said."""
     if cluster.kind == Cluster.Kind.HYPERPOD_EKS:
         raise ValidationError(_("This is an EKS cluster: Slurm job reports come from Slurm clusters only."))
     if not text.strip():
@@ -134,12 +193,24 @@ def ingest_sacct(
             {"sacct": _("The report is empty: sacct prints at least its header line. Was the output cut?")}
         )
     tz = zone(timezone_name)
+    with field_errors("slurm_partitions"):
+        exclusive = parse_exclusive_partitions(slurm_partitions) if slurm_partitions is not None else None
+    now = now or timezone.now()
     with field_errors("sacct"):
-        parsed = parse_sacct(text, tz=tz, accelerators_per_node=accelerators_per_node(cluster))
+        parsed = parse_sacct(
+            text,
+            tz=tz,
+            accelerators_per_node=accelerators_per_node(cluster),
+            exclusive_partitions=exclusive if exclusive is not None else frozenset(cluster.slurm_exclusive_partitions),
+        )
     named = sum(nodelist_size(job.node_list) for job in parsed if job.node_list)
     if named > MAX_REPORTED_NODES:
         message = _("The report's jobs name %(named)s nodes in all, more than %(max)s: send less at a time.")
         raise ValidationError({"sacct": message % {"named": f"{named:,}", "max": f"{MAX_REPORTED_NODES:,}"}})
+    with field_errors("sacct"):
+        bounds = Bounds.of(cluster, now=now)
+        for job in parsed:
+            bounds.check(job)
     with field_errors("slurm_nodes"):
         aliases = parse_sinfo_nodes(slurm_nodes) if slurm_nodes.strip() else None
     if interval_seconds is not None and not MIN_INTERVAL <= interval_seconds <= MAX_INTERVAL:
@@ -149,7 +220,6 @@ def ingest_sacct(
                 % {"low": MIN_INTERVAL, "high": MAX_INTERVAL}
             }
         )
-    now = now or timezone.now()
     with transaction.atomic():
         # One report of a cluster at a time: two reporters (or a retry racing its original) never interleave.
         Cluster.objects.select_for_update().filter(pk=cluster.pk).first()
@@ -164,15 +234,20 @@ def ingest_sacct(
         updates = {"last_report_at": now, "reporter_silent_since": None}
         if interval_seconds is not None:
             updates["report_interval_seconds"] = interval_seconds
+        if exclusive is not None:
+            updates["slurm_exclusive_partitions"] = sorted(exclusive)
         if aliases is not None:
             updates["slurm_nodes"] = aliases
             cluster.slurm_nodes = aliases
         Cluster.objects.filter(pk=cluster.pk).update(**updates)
         flag_jobs_on_gone_nodes(cluster, now=now)
         # A job still on a gone node stays unknown since it first was, not since this report.
-        still = Job.objects.filter(pk__in=list(unknown_since), state_unknown_since=now).values_list("pk", flat=True)
-        Job.objects.bulk_update([Job(pk=pk, state_unknown_since=unknown_since[pk]) for pk in still],
-                                ["state_unknown_since"])  # fmt: skip
+        still = Job.objects.filter(pk__in=list(unknown_since)).exclude(state_unknown_since=None)
+        Job.objects.bulk_update(
+            [Job(pk=pk, state_unknown_since=min(since, unknown_since[pk])) for pk, since in
+             still.values_list("pk", "state_unknown_since")],
+            ["state_unknown_since"],
+        )  # fmt: skip
         if first_moved is not None:
             mark_days(cluster.organization_id, first_day(first_moved))
     return result
@@ -238,7 +313,8 @@ def flag_jobs_unknown(cluster: Cluster, *, now: datetime) -> int:
 
 
 def flag_jobs_on_gone_nodes(cluster: Cluster, *, now: datetime) -> int:
-    """Jobs still shown holding a node that the cloud no longer lists cannot be running there."""
+    """Jobs still shown holding a node that the cloud no longer lists cannot be running there: unknown since the
+    first of their nodes went (no later than now), where their accelerator-time stops (Job.counted_until)."""
     org = cluster.organization_id
     jobs = list(
         Job.objects.filter(organization_id=org, cluster=cluster, state_unknown_since=None)
@@ -251,12 +327,14 @@ def flag_jobs_on_gone_nodes(cluster: Cluster, *, now: datetime) -> int:
     index = HostIndex(
         ClusterNode.objects.filter(organization_id=org, cluster=cluster), {cluster.pk: cluster.slurm_nodes or {}}
     )
-    stale = [
-        job.pk
-        for job in jobs
-        if any(
-            (nodes := index.nodes(cluster.pk, name, mapped=not job.hosts)) and nodes[-1].gone_at is not None
+    stale = []
+    for job in jobs:
+        gone = [
+            nodes[-1].gone_at
             for name in job_hosts(job.node_list, job.hosts)
-        )
-    ]
-    return Job.objects.filter(pk__in=stale).update(state_unknown_since=now) if stale else 0
+            if (nodes := index.nodes(cluster.pk, name, mapped=not job.hosts)) and nodes[-1].gone_at is not None
+        ]
+        if gone:
+            stale.append(Job(pk=job.pk, state_unknown_since=min([now, *gone])))
+    Job.objects.bulk_update(stale, ["state_unknown_since"], batch_size=500)
+    return len(stale)

@@ -129,6 +129,9 @@ SACCT_FIELDS = (
     "AllocTRES",
 )
 SINFO_COMMAND = ("sinfo", "-h", "-N", "-o", "%N|%n|%o")  # NodeName|NodeHostName|NodeAddr, per node and partition
+# One line per partition: the portal reads OverSubscribe=EXCLUSIVE (whole nodes per job) to count the accelerators
+# of a job that names no gres (PARTITIONS_COMMAND in the portal's workloads/jobs/sacct.py).
+PARTITIONS_COMMAND = ("scontrol", "show", "partition", "-o")
 
 STATUS_HINTS = {
     401: "the token was not accepted: revoked, mistyped, or not a cluster token",
@@ -165,9 +168,12 @@ def sacct_command(since_days: int) -> list[str]:
     return ["sacct", "-a", "-X", "-P", "--format=" + ",".join(SACCT_FIELDS), "--starttime", f"now-{since_days}days"]
 
 
-def jobs_body(*, sacct: str, sinfo: str, interval_seconds: int) -> dict:
+def jobs_body(*, sacct: str, sinfo: str, interval_seconds: int, partitions: str | None = None) -> dict:
     # run_slurm() sets TZ=UTC for sacct, so its times (printed without an offset) are UTC.
-    return {"sacct": sacct, "slurm_nodes": sinfo, "timezone": "UTC", "interval_seconds": interval_seconds}
+    body = {"sacct": sacct, "slurm_nodes": sinfo, "timezone": "UTC", "interval_seconds": interval_seconds}
+    if partitions is not None:  # absent: the portal keeps what the last report said
+        body["slurm_partitions"] = partitions
+    return body
 
 
 def health_body(*, metrics: str, host: str) -> dict:
@@ -415,7 +421,13 @@ def _scrape_or_error(node: str, url: str) -> tuple[str, str, str | None, str | N
 def report_jobs(reporter: Reporter, *, since_days: int) -> int:
     sacct = run_slurm(sacct_command(since_days), log=reporter.log)
     sinfo = run_slurm(SINFO_COMMAND, log=reporter.log)
-    body = jobs_body(sacct=sacct, sinfo=sinfo, interval_seconds=reporter.args.interval)
+    try:
+        partitions = run_slurm(PARTITIONS_COMMAND, log=reporter.log)
+    except Unavailable as error:
+        # Jobs are still worth posting: the portal keeps the partitions the last report gave.
+        print("fmp-reporter: partitions not sent: {}".format(error), file=sys.stderr)
+        partitions = None
+    body = jobs_body(sacct=sacct, sinfo=sinfo, interval_seconds=reporter.args.interval, partitions=partitions)
     answer = reporter.post("jobs/ingest/", body)
     if answer is not None:
         counts = [answer.get(key, "?") for key in ("received", "created", "updated", "unchanged")]
