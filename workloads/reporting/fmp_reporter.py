@@ -113,21 +113,8 @@ RETRY_BASE_SECONDS = 2.0  # waits 2 s, then 4 s; FMP_RETRY_BASE_SECONDS changes 
 PREVIEW_LINES = 5
 
 # The columns the portal's parser reads, in its order (SACCT_FIELDS in the portal's workloads/jobs/sacct.py).
-SACCT_FIELDS = (
-    "JobID",
-    "JobName",
-    "User",
-    "Account",
-    "Partition",
-    "State",
-    "Submit",
-    "Start",
-    "End",
-    "ElapsedRaw",
-    "NNodes",
-    "NodeList",
-    "AllocTRES",
-)
+SACCT_FIELDS = ("JobID", "JobName", "User", "Account", "Partition", "State", "Submit", "Start", "End",
+                "ElapsedRaw", "NNodes", "NodeList", "AllocTRES")  # fmt: skip
 SINFO_COMMAND = ("sinfo", "-h", "-N", "-o", "%N|%n|%o")  # NodeName|NodeHostName|NodeAddr, per node and partition
 # One line per partition: the portal reads OverSubscribe=EXCLUSIVE (whole nodes per job) to count the accelerators
 # of a job that names no gres (PARTITIONS_COMMAND in the portal's workloads/jobs/sacct.py).
