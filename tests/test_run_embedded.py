@@ -171,7 +171,7 @@ def test_the_log_says_what_happens_without_noise(portal):
     assert "celery.redirected" not in log
     assert "No hostname was supplied" not in log
     assert "superuser privileges" not in log
-    assert log.count("is running.") == DEMO_CLUSTERS  # a live cluster per demo organization in the emulator
+    assert log.count(") in the emulator with ") == DEMO_CLUSTERS  # a live cluster per demo organization, brought up
 
 
 def _processes(pgid: int) -> list[tuple[int, int, str]]:
