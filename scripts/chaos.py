@@ -51,7 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / ".venv" / "bin"
 LOOPBACK = "127.0.0.1"  # every service of the run listens here and nowhere else
 
-# The goals the issue sets (issue 22): printed beside the figures.
+# The goals the production shape must meet under faults: printed beside the figures.
 SETTLE_GOAL_SECONDS = 180
 # A cluster is late once it has been requested, provisioning or deleting for longer than this. Without faults,
 # provisioning against the emulator takes seconds and a deletion is confirmed by the next poll (every 60 s).
@@ -171,7 +171,7 @@ FAULT_KINDS: dict[str, tuple[int, int]] = {
     "kill-worker": (0, 0),
     "kill-poller": (0, 0),
     "kill-beat": (0, 0),
-    # AWS black-holed, so provisioning calls hang in the worker; half way the worker is killed -9 (issue 22, item 8).
+    # AWS black-holed, so provisioning calls hang in the worker; half way the worker is killed -9.
     "kill-worker-mid-provision": (20, 40),
     "stop-redis": (10, 40),
     "aws-blackhole": (30, 150),
@@ -974,7 +974,7 @@ class Run:
             ("writes answered 2xx and missing afterwards", len(figures["lost"]), 0),
             ("overcommitted pool-days", figures["overcommitted_pool_days"], 0),
             ("5xx other than 503", other_5xx, 0),
-            # Item 8 of issue 22: a worker killed mid-provision, every cluster in service within 3 minutes.
+            # A worker killed mid-provision: every cluster in service within 3 minutes.
             ("longest a cluster took to provision (seconds)", figures["slowest_seconds"], SETTLE_GOAL_SECONDS),
         ]
         missed = []

@@ -24,7 +24,7 @@ ACTIONS = {
 # Object type (model name) → the name of the URL pattern showing one of them by its id.
 PAGES: dict[str, str] = {}
 # How people number requests and allocations. Both tables count from 1, so a bare "#13" named two
-# different things (issue 23); the letter says which, on every page, email and audit line.
+# different things; the letter says which, on every page, email and audit line.
 NUMBER_PREFIXES = {"capacityrequest": "R-", "allocation": "A-"}
 
 

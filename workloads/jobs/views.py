@@ -34,7 +34,7 @@ def job_list(request):
         "page": table.page,
         "running": running.aggregate(jobs=Count("pk"), accelerators=Sum("accelerators")),
         # A username or a partition name means one person or queue only within its organization and cluster:
-        # "alice" of two organizations are two people (issue 23 item 12), so the summaries group by them too.
+        # "alice" of two organizations are two people, so the summaries group by them too.
         "by_user": _summary(running, "organization__name", "user"),
         "by_partition": _summary(running, "cluster__name", "partition"),
         "cluster": cluster,

@@ -1,4 +1,4 @@
-"""Where each job's accelerator count came from, and the cluster's exclusive partitions (issue 24 item 5).
+"""Where each job's accelerator count came from, and the cluster's exclusive partitions.
 
 Rows reported before: a job whose AllocTRES named a GPU or Neuron gres kept its kind (alloc_tres); one with
 accelerators but no kind was counted per node, whatever its partition (per_node, until its next report); the
