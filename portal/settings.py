@@ -6,6 +6,7 @@ Celery broker on the local filesystem, so web, worker and beat run with no serve
 PostgreSQL and a Redis broker.
 """
 
+import json
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -234,9 +235,48 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-# django-axes first: it refuses a locked-out login before the password is checked.
-AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+# django-axes first: it refuses a locked-out login before the password is checked. Then passwords (refused for all
+# but break-glass accounts when LOCAL_PASSWORD_LOGIN is False) and OpenID Connect (idle unless configured).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "tenants.logins.backends.LocalPasswordBackend",
+    "tenants.sso.backend.OidcBackend",
+]
 LOGIN_URL = "login"
+
+# --- Sign-in with the institution's OpenID Connect provider (mozilla-django-oidc; tenants/sso/) ------------
+# Unset OIDC_ISSUER_URL: no single sign-on, the login page is the password form alone. Endpoints and signing
+# keys come from the issuer's discovery document (<issuer>/.well-known/openid-configuration).
+OIDC_ISSUER_URL = env("OIDC_ISSUER_URL").rstrip("/")
+OIDC_PROVIDER_NAME = env("OIDC_PROVIDER_NAME", "your institution")  # "Sign in with <name>"
+OIDC_RP_CLIENT_ID = env("OIDC_CLIENT_ID")
+OIDC_RP_CLIENT_SECRET = env("OIDC_CLIENT_SECRET")
+OIDC_RP_SCOPES = env("OIDC_SCOPES", "openid email profile groups")
+OIDC_RP_SIGN_ALGO = env("OIDC_SIGN_ALGORITHM", "RS256")  # an ID token signed otherwise is refused
+OIDC_USE_PKCE = True
+OIDC_USE_NONCE = True
+OIDC_TIMEOUT = env_int("OIDC_TIMEOUT_SECONDS", 10)  # each call to the provider
+OIDC_CLOCK_SKEW_SECONDS = env_int("OIDC_CLOCK_SKEW_SECONDS", 60)  # leeway on the ID token's exp and iat
+# The claim listing a person's groups, and the groups that place people: "<prefix>:<org-slug>:<role>",
+# "<prefix>:staff:<staff-role>" (or a path, "/<prefix>/<org-slug>/<role>"), plus OIDC_GROUP_MAP, a JSON object
+# from a group name the institution already has to "<org-slug>:<role>" or "staff:<staff-role>".
+OIDC_GROUPS_CLAIM = env("OIDC_GROUPS_CLAIM", "groups")
+OIDC_GROUP_PREFIX = env("OIDC_GROUP_PREFIX", "fmportal")
+try:
+    OIDC_GROUP_MAP = json.loads(env("OIDC_GROUP_MAP", "{}"))
+except ValueError as error:
+    raise ImproperlyConfigured(f"OIDC_GROUP_MAP must be a JSON object: {error}") from None
+if not isinstance(OIDC_GROUP_MAP, dict) or not all(isinstance(v, str) for v in OIDC_GROUP_MAP.values()):
+    raise ImproperlyConfigured('OIDC_GROUP_MAP must be a JSON object of strings, {"group": "org-slug:role"}.')
+# Whom a person the groups place nowhere should ask (shown on that page and on an empty home page).
+PROGRAM_CONTACT_EMAIL = env("PROGRAM_CONTACT_EMAIL")
+# False: only break-glass accounts (Django superusers) sign in with a password, on the login page's
+# administrator form, in Django admin and at the token endpoint; everyone else signs in with the provider.
+LOCAL_PASSWORD_LOGIN = env_bool("LOCAL_PASSWORD_LOGIN", True)
+if OIDC_ISSUER_URL and not (OIDC_RP_CLIENT_ID and OIDC_RP_CLIENT_SECRET):
+    raise ImproperlyConfigured("OIDC_ISSUER_URL needs OIDC_CLIENT_ID and OIDC_CLIENT_SECRET.")
+if not LOCAL_PASSWORD_LOGIN and not OIDC_ISSUER_URL:
+    raise ImproperlyConfigured("LOCAL_PASSWORD_LOGIN=False needs a provider to sign in with: set OIDC_ISSUER_URL.")
 
 # --- Failed-login limits (django-axes; tenants/logins/) -------------------------------------------
 # LOGIN_FAILURE_LIMIT failures for one username, or from one client address, each within LOGIN_LOCKOUT_MINUTES

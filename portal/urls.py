@@ -40,6 +40,7 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("login/", LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("", include("tenants.sso.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),
     path("api/v1/auth/token/", tokens_api.ObtainTokenView.as_view(), name="api-token"),

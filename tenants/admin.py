@@ -64,6 +64,7 @@ class MembershipInline(admin.TabularInline):
     model = Membership
     extra = 0
     autocomplete_fields = ["user"]
+    readonly_fields = ["source"]  # one added here is the portal's; one from sign-in follows the person's groups
 
 
 @admin.register(Organization)
@@ -77,9 +78,11 @@ class OrganizationAdmin(admin.ModelAdmin):
 
 @admin.register(StaffRole)
 class StaffRoleAdmin(admin.ModelAdmin):
-    list_display = ["user", "role"]
+    list_display = ["user", "role", "source"]
+    readonly_fields = ["source"]
     list_select_related = ["user"]
 
 
 # Admin of the sub-packages: Django imports only this module.
+import tenants.sso.admin  # noqa: E402, F401
 import tenants.tokens.admin  # noqa: E402, F401

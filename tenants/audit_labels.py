@@ -20,6 +20,9 @@ ACTIONS = {
     "allocation.active": _("the allocation became active"),
     "allocation.expired": _("the allocation expired"),
     "allocation.revoked": _("revoked the allocation"),
+    "sso.membership_granted": _("joined through institution sign-in"),
+    "sso.role_changed": _("role changed by institution sign-in"),
+    "sso.membership_removed": _("left through institution sign-in"),
 }
 # Object type (model name) → the name of the URL pattern showing one of them by its id.
 PAGES: dict[str, str] = {}

@@ -217,6 +217,13 @@ class Organization(models.Model):
         return self.name
 
 
+class GrantSource(models.TextChoices):
+    """Where a membership or a staff role came from."""
+
+    LOCAL = "local", _("the portal")
+    SSO = "sso", _("institution sign-in")
+
+
 class Membership(models.Model):
     class Role(models.TextChoices):
         MEMBER = "member", pgettext_lazy("membership role", "Member")
@@ -229,6 +236,10 @@ class Membership(models.Model):
         Organization, on_delete=models.CASCADE, related_name="memberships", verbose_name=_("organization")
     )
     role = models.CharField(_("role"), max_length=16, choices=Role.choices, default=Role.MEMBER)
+    # Who granted it: people here (staff, the org's admins, an invitation), or the groups the person's
+    # institution sends at sign-in, which then also change or remove it (tenants/sso/). Sign-in never
+    # touches a local grant.
+    source = models.CharField(_("granted by"), max_length=8, choices=GrantSource.choices, default=GrantSource.LOCAL)
     created_at = models.DateTimeField(_("joined at"), auto_now_add=True)
 
     class Meta:
@@ -256,6 +267,7 @@ class StaffRole(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="staff_role", verbose_name=_("user")
     )
     role = models.CharField(_("role"), max_length=32, choices=Role.choices)
+    source = models.CharField(_("granted by"), max_length=8, choices=GrantSource.choices, default=GrantSource.LOCAL)
 
     class Meta:
         verbose_name = _("program staff role")
@@ -596,4 +608,5 @@ class AuditEvent(models.Model):
 
 # Models of sub-packages, registered in this app (they do not import this module).
 from tenants.capacity.models import PoolDay  # noqa: E402, F401
+from tenants.sso.models import OidcIdentity  # noqa: E402, F401
 from tenants.tokens.models import ApiToken  # noqa: E402, F401

@@ -3,6 +3,7 @@ audit trail. The program's own landing page (its week at a glance) is workloads.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count
 from django.shortcuts import redirect, render
@@ -33,7 +34,8 @@ def home(request):
     organizations = list(visible_organizations(request.user))
     if len(organizations) == 1:
         return redirect("org-home", org_slug=organizations[0].slug)
-    return render(request, "tenants/home.html", {"organizations": organizations})
+    context = {"organizations": organizations, "contact_email": settings.PROGRAM_CONTACT_EMAIL}
+    return render(request, "tenants/home.html", context)
 
 
 @login_required

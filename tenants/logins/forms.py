@@ -1,15 +1,26 @@
+from django.conf import settings
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext as _
 
 from tenants.logins.lockout import is_locked_out, lockout_message, seconds_until_unlocked
 
 
+def password_login_off_message() -> str:
+    return _(
+        "Sign-in with a password is only for break-glass administrator accounts here: sign in with %(provider)s."
+    ) % {"provider": settings.OIDC_PROVIDER_NAME}
+
+
 class LoginForm(AuthenticationForm):
-    """Django's login form, saying so when a lockout refused the login (the password is not even checked)."""
+    """Django's login form, saying so when a lockout refused the login (the password is not even checked), or
+    when passwords are switched off (whether the password was right or not: no hint either way)."""
 
     def get_invalid_login_error(self) -> ValidationError:
         if is_locked_out(self.request):
             seconds = seconds_until_unlocked(self.request, self.cleaned_data.get("username"))
             self.retry_after = seconds
             return ValidationError(lockout_message(seconds), code="locked_out")
+        if not settings.LOCAL_PASSWORD_LOGIN:
+            return ValidationError(password_login_off_message(), code="password_login_off")
         return super().get_invalid_login_error()

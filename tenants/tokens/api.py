@@ -1,5 +1,6 @@
 """The token endpoints: a script trades username and password for a new token; a user lists and revokes theirs."""
 
+from django.conf import settings
 from django.contrib.auth import authenticate
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -9,6 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from portal.schema import errors
+from tenants.logins.forms import password_login_off_message
 from tenants.logins.lockout import client_address, is_locked_out, lockout_message, seconds_until_unlocked
 from tenants.tokens import services
 from tenants.tokens.models import ApiToken
@@ -37,7 +39,11 @@ class ObtainTokenView(APIView):
         request=NewTokenSerializer,
         responses={
             201: IssuedTokenSerializer,
-            400: OpenApiResponse(description="A missing field, or wrong username or password."),
+            400: OpenApiResponse(
+                description="A missing field, or wrong username or password; with local passwords switched off "
+                "(LOCAL_PASSWORD_LOGIN=False), any account but a break-glass one. People who sign in with their "
+                "institution create tokens on /account/tokens/."
+            ),
             429: OpenApiResponse(  # its body, Error, and Retry-After header come from portal.schema
                 description="Too many failed logins for this account or from this address (10 within 15 minutes "
                 "of each other): every login, with the right password too, is refused until Retry-After seconds.",
@@ -58,6 +64,8 @@ class ObtainTokenView(APIView):
             if is_locked_out(request):
                 seconds = seconds_until_unlocked(request, data["username"])
                 raise LockedOut(wait=seconds, detail=lockout_message(seconds))
+            if not settings.LOCAL_PASSWORD_LOGIN:
+                raise exceptions.ValidationError({"non_field_errors": [password_login_off_message()]})
             raise exceptions.ValidationError({"non_field_errors": [_("Unable to log in with provided credentials.")]})
         token, key = services.create_token(
             user=user,

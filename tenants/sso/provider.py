@@ -1,0 +1,68 @@
+"""The provider's endpoints, read from its discovery document and kept for an hour (they change with a provider's
+reconfiguration, not per sign-in). Nothing is fetched until someone signs in: `make run` needs no provider."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import requests
+from django.conf import settings
+
+logger = logging.getLogger("portal.sso")
+
+DISCOVERY_SECONDS = 3600
+
+
+class ProviderUnavailable(Exception):
+    """The provider did not answer, or answered with an error of its own (5xx, a broken discovery document)."""
+
+
+@dataclass(frozen=True)
+class ProviderMetadata:
+    issuer: str
+    authorization_endpoint: str
+    token_endpoint: str
+    jwks_uri: str
+    userinfo_endpoint: str | None
+
+
+_cache: dict[str, tuple[float, ProviderMetadata]] = {}
+
+
+def enabled() -> bool:
+    return bool(settings.OIDC_ISSUER_URL)
+
+
+def metadata() -> ProviderMetadata:
+    issuer = settings.OIDC_ISSUER_URL
+    cached = _cache.get(issuer)
+    if cached and cached[0] > time.monotonic():
+        return cached[1]
+    url = f"{issuer}/.well-known/openid-configuration"
+    try:
+        response = requests.get(url, timeout=settings.OIDC_TIMEOUT)
+        response.raise_for_status()
+        document = response.json()
+        found = ProviderMetadata(
+            issuer=document["issuer"],
+            authorization_endpoint=document["authorization_endpoint"],
+            token_endpoint=document["token_endpoint"],
+            jwks_uri=document["jwks_uri"],
+            userinfo_endpoint=document.get("userinfo_endpoint"),
+        )
+    except (requests.RequestException, ValueError, KeyError, TypeError) as error:
+        logger.warning("OpenID provider discovery failed at %s: %s", url, error)
+        raise ProviderUnavailable(str(error)) from error
+    # OpenID Connect Discovery 4.3: the document must name the issuer it was fetched for.
+    if found.issuer.rstrip("/") != issuer:
+        logger.warning("OpenID provider at %s names another issuer: %s", url, found.issuer)
+        raise ProviderUnavailable(f"the discovery document names issuer {found.issuer!r}, not {issuer!r}")
+    _cache[issuer] = (time.monotonic() + DISCOVERY_SECONDS, found)
+    return found
+
+
+def forget() -> None:
+    """Read the discovery document again at the next sign-in (tests that move the provider)."""
+    _cache.clear()

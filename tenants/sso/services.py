@@ -1,0 +1,188 @@
+"""Signing a person in from the provider's verified claims: find them by issuer and subject (or create them), then
+make their memberships and staff role those their groups grant. Grants made in the portal are never touched."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+
+from django.contrib.admin.models import ADDITION, CHANGE, DELETION, LogEntry
+from django.contrib.auth import get_user_model
+from django.contrib.contenttypes.models import ContentType
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from tenants.audit import record_audit
+from tenants.models import GrantSource, Membership, Organization, StaffRole
+from tenants.sso.mapping import Placement, place
+from tenants.sso.models import OidcIdentity
+
+logger = logging.getLogger("portal.sso")
+
+
+class SignInRefused(Exception):
+    """The sign-in cannot go on; `reason` says why to the log (the page says it to the person)."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class NotPlaced(SignInRefused):
+    """The person is who they say, but no group of theirs (and no grant in the portal) gives them anything here."""
+
+    def __init__(self, *, placement: Placement, email: str):
+        super().__init__("no organization or staff role for this person")
+        self.placement = placement
+        self.email = email
+
+
+class AccountDisabled(SignInRefused):
+    def __init__(self):
+        super().__init__("the portal account is deactivated")
+
+
+def sign_in(*, claims: dict) -> object:
+    """The user for these verified claims (`iss` and `sub` from the ID token), created at their first sign-in,
+    their grants from groups brought in line with the claims. NotPlaced when the person has nothing here."""
+    placement = place(claims)
+    try:
+        user = _sign_in(claims=claims, placement=placement)
+    except IntegrityError:  # a first sign-in of the same person in two tabs at once: the other one created it
+        user = _sign_in(claims=claims, placement=placement)
+    if not (user.memberships.exists() or StaffRole.objects.filter(user=user).exists()):
+        raise NotPlaced(placement=placement, email=claims.get("email") or "")
+    return user
+
+
+@transaction.atomic
+def _sign_in(*, claims: dict, placement: Placement):
+    issuer, subject = claims["iss"], claims["sub"]
+    organizations = {
+        org.slug: org for org in Organization.objects.filter(slug__in=placement.organizations).order_by("slug")
+    }
+    for slug in sorted(set(placement.organizations) - set(organizations)):
+        logger.warning("Groups of %s @ %s name organization %r, which does not exist: ignored", subject, issuer, slug)
+    identity = (
+        OidcIdentity.objects.select_for_update().select_related("user").filter(issuer=issuer, subject=subject).first()
+    )
+    email = (claims.get("email") or "")[:254]
+    if identity is None:
+        if not organizations and placement.staff_role is None:
+            # Nothing to give: no account is made for someone the program has not placed.
+            raise NotPlaced(placement=placement, email=email)
+        with transaction.atomic():
+            user = _new_user(claims)
+            identity = OidcIdentity.objects.create(
+                user=user, issuer=issuer, subject=subject, email=email, last_login=timezone.now()
+            )
+        logger.info("First sign-in of %s @ %s: user %s created", subject, issuer, user.username)
+    user = identity.user
+    if not user.is_active:
+        raise AccountDisabled()
+    _update_profile(user, claims)
+    identity.email, identity.last_login = email, timezone.now()
+    identity.save(update_fields=["email", "last_login"])
+    comment = f"{issuer} groups: {', '.join(placement.groups) or '—'}"
+    _sync_memberships(
+        user=user,
+        wanted={organizations[s]: r for s, r in placement.organizations.items() if s in organizations},
+        comment=comment,
+    )  # noqa: E501
+    _sync_staff_role(user=user, wanted=placement.staff_role, comment=comment)
+    return user
+
+
+def _new_user(claims: dict):
+    User = get_user_model()
+    user = User(username=_free_username(claims), email=(claims.get("email") or "")[:254])
+    user.set_unusable_password()  # signs in through the provider only; scripts use API tokens
+    _names(user, claims)
+    user.save()
+    return user
+
+
+def _free_username(claims: dict) -> str:
+    """A readable username no one has: the provider's preferred one, else the email's local part, else one made
+    from the subject; with -2, -3… on a clash. It is a label: sign-in never looks people up by it."""
+    User = get_user_model()
+    hint = claims.get("preferred_username") or (claims.get("email") or "").split("@")[0]
+    base = re.sub(r"[^\w.@+-]", "", str(hint))[:140]
+    if not base:
+        base = "user-" + hashlib.sha256(f"{claims['iss']} {claims['sub']}".encode()).hexdigest()[:10]
+    taken = set(User.objects.filter(username__istartswith=base).values_list("username", flat=True))
+    taken = {name.lower() for name in taken}
+    candidate, n = base, 1
+    while candidate.lower() in taken:
+        n += 1
+        candidate = f"{base}-{n}"
+    return candidate
+
+
+def _names(user, claims: dict) -> None:
+    given, family = claims.get("given_name"), claims.get("family_name")
+    if not (given or family) and claims.get("name"):
+        given = claims["name"]
+    user.first_name, user.last_name = str(given or "")[:150], str(family or "")[:150]
+
+
+def _update_profile(user, claims: dict) -> None:
+    before = (user.email, user.first_name, user.last_name)
+    if claims.get("email"):
+        user.email = claims["email"][:254]
+    _names(user, claims)
+    if (user.email, user.first_name, user.last_name) != before:
+        user.save(update_fields=["email", "first_name", "last_name"])
+
+
+def _sync_memberships(*, user, wanted: dict[Organization, str], comment: str) -> None:
+    """Grant, change and remove the memberships that sign-in granted, each in the organization's audit trail."""
+    current = {m.organization_id: m for m in Membership.objects.select_for_update().filter(user=user)}
+    for org, role in wanted.items():
+        membership = current.get(org.pk)
+        if membership is None:
+            membership = Membership.objects.create(user=user, organization=org, role=role, source=GrantSource.SSO)
+            record_audit(actor=user, organization=org, action="sso.membership_granted", target=membership,
+                         changes={"role": [None, role]}, comment=comment)  # fmt: skip
+        elif membership.source == GrantSource.SSO and membership.role != role:
+            before, membership.role = membership.role, role
+            membership.save(update_fields=["role"])
+            record_audit(actor=user, organization=org, action="sso.role_changed", target=membership,
+                         changes={"role": [before, role]}, comment=comment)  # fmt: skip
+    wanted_ids = {org.pk for org in wanted}
+    for membership in current.values():
+        if membership.source == GrantSource.SSO and membership.organization_id not in wanted_ids:
+            record_audit(actor=user, organization=membership.organization, action="sso.membership_removed",
+                         target=membership, changes={"role": [membership.role, None]}, comment=comment)  # fmt: skip
+            membership.delete()
+
+
+def _sync_staff_role(*, user, wanted: str | None, comment: str) -> None:
+    """The same for the program staff role, recorded in Django admin's history of it (where staff roles are
+    granted by hand), since the audit trail belongs to organizations."""
+    staff = StaffRole.objects.select_for_update().filter(user=user).first()
+    if staff is not None and staff.source != GrantSource.SSO:
+        return
+    if staff is None and wanted is not None:
+        staff = StaffRole.objects.create(user=user, role=wanted, source=GrantSource.SSO)
+        _log_staff(user, staff, ADDITION, f"Granted {wanted} at sign-in ({comment})")
+    elif staff is not None and wanted is None:
+        _log_staff(user, staff, DELETION, f"Removed {staff.role} at sign-in ({comment})")
+        staff.delete()
+    elif staff is not None and staff.role != wanted:
+        _log_staff(user, staff, CHANGE, f"Changed {staff.role} to {wanted} at sign-in ({comment})")
+        staff.role = wanted
+        staff.save(update_fields=["role"])
+
+
+def _log_staff(user, staff: StaffRole, flag: int, message: str) -> None:
+    LogEntry.objects.create(
+        user=user,
+        content_type=ContentType.objects.get_for_model(StaffRole),
+        object_id=str(staff.pk),
+        object_repr=str(staff)[:200],
+        action_flag=flag,
+        change_message=message,
+    )
+    logger.info("Staff role of %s: %s", user.username, message)

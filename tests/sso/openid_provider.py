@@ -1,0 +1,105 @@
+"""Runs the real OpenID provider of tests/sso/provider.js (oidc-provider, from npm) and walks its login pages
+without a browser, for the tests that drive the portal's backend with the provider's own answers."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urljoin
+
+import pytest
+import requests
+
+HERE = Path(__file__).resolve().parent
+CLIENT_ID = "fmportal"
+CLIENT_SECRET = "fmportal-test-secret"
+
+
+def require_node_provider() -> None:
+    """Skip without node or the npm packages (`npm ci` in tests/sso); in CI, where .ci/run installs them, fail."""
+    missing = None
+    if not shutil.which("node"):
+        missing = "no node on PATH"
+    elif not (HERE / "node_modules" / "oidc-provider").is_dir():
+        missing = "tests/sso/node_modules is missing: run `npm ci` in tests/sso (.ci/run does)"
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"the OpenID provider cannot run: {missing}")
+        pytest.skip(missing)
+
+
+class OpenIdProvider:
+    def __init__(self, process: subprocess.Popen, issuer: str):
+        self.process = process
+        self.issuer = issuer
+
+    def account(self, subject: str, **claims) -> None:
+        """Create or change the account `subject` logs in as (email, name, groups…)."""
+        requests.put(f"{self.issuer}/__test__/accounts/{subject}", json=claims, timeout=5).raise_for_status()
+
+    def configure(self, **config) -> None:
+        """idTokenTtl (seconds), tokenDelayMs, idTokenAudience; what is not given goes back to its default."""
+        requests.put(f"{self.issuer}/__test__/config", json=config, timeout=5).raise_for_status()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def answer(self, authorization_url: str, subject: str, redirect_uri: str) -> str:
+        """Log in as `subject` on the provider's own pages and consent, as a browser would: the URL the
+        provider sends the person back to (the portal's callback with code, state and iss)."""
+        browser = requests.Session()
+        url, method, data = authorization_url, "GET", None
+        for _ in range(12):
+            response = browser.request(method, url, data=data, allow_redirects=False, timeout=10)
+            location = response.headers.get("Location")
+            if location:
+                location = urljoin(url, location)
+                if location.startswith(redirect_uri):
+                    return location
+                url, method, data = location, "GET", None
+                continue
+            action = re.search(r'<form[^>]*action="([^"]+)"', response.text)
+            assert response.status_code == 200 and action, f"{response.status_code} at {url}: {response.text[:500]}"
+            url, method = urljoin(url, action.group(1)), "POST"
+            if 'name="login"' in response.text:
+                data = {"prompt": "login", "login": subject, "password": "any"}
+            else:
+                data = {"prompt": "consent"}
+        raise AssertionError("the provider never sent the person back")
+
+
+@contextmanager
+def running_provider(*redirect_uris: str):
+    require_node_provider()
+    env = {**os.environ, "PORT": "0", "REDIRECT_URIS": ",".join(redirect_uris)}
+    env.update(CLIENT_ID=CLIENT_ID, CLIENT_SECRET=CLIENT_SECRET)
+    process = subprocess.Popen(
+        ["node", str(HERE / "provider.js")],
+        cwd=HERE,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    provider = None
+    try:
+        line = process.stdout.readline()  # "listening <issuer>", or nothing if node exited
+        assert line.startswith("listening "), f"the OpenID provider did not start (exit {process.poll()})"
+        provider = OpenIdProvider(process, line.split()[1])
+        yield provider
+    finally:
+        if provider is not None:
+            provider.stop()
+        elif process.poll() is None:
+            process.kill()
+            process.wait()

@@ -1,0 +1,260 @@
+"""Sign-in with a real OpenID provider (tests/sso/provider.js): the portal's backend and views, driven with the
+provider's own answers. The browser walks the same flow in tests/browser/test_sso.py."""
+
+import pytest
+from django.contrib.admin.models import LogEntry
+from django.contrib.auth import get_user_model
+
+from tenants.models import AuditEvent, GrantSource, Membership, StaffRole
+from tenants.sso import provider as sso_provider
+from tenants.sso.models import OidcIdentity
+from tenants.tokens.services import create_token
+from tests.factories import MembershipFactory, OrganizationFactory, StaffRoleFactory, UserFactory
+from tests.sso.conftest import REDIRECT_URI
+from tests.sso.openid_provider import running_provider
+
+pytestmark = pytest.mark.django_db
+User = get_user_model()
+
+
+def sign_in(client, provider, subject: str):
+    start = client.get("/oidc/authenticate/")
+    assert start.status_code == 302, start
+    back = provider.answer(start["Location"], subject, REDIRECT_URI)
+    return client.get(back.removeprefix("http://testserver"))
+
+
+@pytest.fixture
+def sakura(db):
+    return OrganizationFactory(slug="sakura-lab", name="Sakura Language Lab")
+
+
+@pytest.fixture
+def kitsune(db):
+    return OrganizationFactory(slug="kitsune-ai", name="Kitsune AI")
+
+
+def test_first_sign_in_creates_the_user_and_places_them_by_their_groups(client, openid_provider, sakura):
+    openid_provider.account(
+        "alice-0001",
+        email="alice@uni.example",
+        preferred_username="alice",
+        given_name="Alice",
+        family_name="Tanaka",
+        groups=["staff-all", "fmportal:sakura-lab:admin", "fmportal:sakura-lab:member"],
+    )
+    response = sign_in(client, openid_provider, "alice-0001")
+
+    assert response.status_code == 302 and response["Location"] == "/"
+    identity = OidcIdentity.objects.select_related("user").get()
+    assert (identity.issuer, identity.subject, identity.email) == (
+        openid_provider.issuer,
+        "alice-0001",
+        "alice@uni.example",
+    )
+    user = identity.user
+    assert (user.username, user.email, user.first_name, user.last_name) == (
+        "alice",
+        "alice@uni.example",
+        "Alice",
+        "Tanaka",
+    )
+    assert not user.has_usable_password()
+    membership = Membership.objects.get(user=user)
+    assert (membership.organization, membership.role, membership.source) == (sakura, "admin", GrantSource.SSO)
+    event = AuditEvent.objects.get(organization=sakura)
+    assert (event.actor, event.action, event.changes) == (user, "sso.membership_granted", {"role": [None, "admin"]})
+    assert "fmportal:sakura-lab:admin" in event.comment
+    assert client.get("/").url == "/orgs/sakura-lab/"  # signed in, and home leads to the org
+
+
+def test_the_next_sign_in_follows_changed_groups_and_keeps_grants_made_in_the_portal(
+    client, openid_provider, sakura, kitsune
+):
+    third = OrganizationFactory(slug="third-org")
+    openid_provider.account(
+        "bob", email="bob@uni.example", groups=["fmportal:sakura-lab:member", "/fmportal/third-org/admin"]
+    )
+    sign_in(client, openid_provider, "bob")
+    user = OidcIdentity.objects.get(subject="bob").user
+    local = MembershipFactory(user=user, organization=kitsune, role="admin")  # an invitation, an admin's grant
+
+    openid_provider.account("bob", email="bob@uni.example", groups=["fmportal:sakura-lab:admin"])
+    client.logout()
+    assert sign_in(client, openid_provider, "bob").status_code == 302
+
+    roles = {m.organization.slug: (m.role, m.source) for m in Membership.objects.filter(user=user)}
+    assert roles == {"sakura-lab": ("admin", "sso"), "kitsune-ai": ("admin", "local")}
+    assert local.pk == Membership.objects.get(user=user, organization=kitsune).pk
+    changed = AuditEvent.objects.get(organization=sakura, action="sso.role_changed")
+    assert changed.changes == {"role": ["member", "admin"]}
+    removed = AuditEvent.objects.get(organization=third, action="sso.membership_removed")
+    assert removed.changes == {"role": ["admin", None]} and removed.actor == user
+    assert not AuditEvent.objects.filter(organization=kitsune).exists()
+
+
+def test_an_email_change_or_a_reused_address_never_takes_over_an_account(client, openid_provider, sakura):
+    owner = UserFactory(username="carol", email="carol@uni.example")
+    MembershipFactory(user=owner, organization=sakura, role="admin")
+    # Someone else at the provider now has Carol's old address: a new account, not Carol's.
+    openid_provider.account(
+        "newcomer", email="carol@uni.example", preferred_username="carol", groups=["fmportal:sakura-lab:member"]
+    )
+    sign_in(client, openid_provider, "newcomer")
+    newcomer = OidcIdentity.objects.get(subject="newcomer").user
+    assert newcomer != owner and newcomer.username == "carol-2"
+    assert Membership.objects.get(user=owner).role == "admin"
+
+    # The same subject with a new address is still the same person.
+    openid_provider.account("newcomer", email="renamed@uni.example", groups=["fmportal:sakura-lab:member"])
+    client.logout()
+    sign_in(client, openid_provider, "newcomer")
+    assert OidcIdentity.objects.get(subject="newcomer").user == newcomer
+    assert User.objects.get(pk=newcomer.pk).email == "renamed@uni.example"
+    assert User.objects.count() == 2
+
+
+def test_staff_groups_give_and_take_the_staff_role_but_never_a_local_one(client, openid_provider, sakura):
+    openid_provider.account("pm", email="pm@program.example", groups=["fmportal:staff:program-manager"])
+    assert sign_in(client, openid_provider, "pm")["Location"] == "/"
+    user = OidcIdentity.objects.get(subject="pm").user
+    assert StaffRole.objects.get(user=user).role == StaffRole.Role.PROGRAM_MANAGER
+    assert client.get("/").url == "/program/"
+
+    openid_provider.account(
+        "pm", email="pm@program.example", groups=["fmportal:staff:support_engineer", "fmportal:sakura-lab:member"]
+    )
+    client.logout()
+    sign_in(client, openid_provider, "pm")
+    assert StaffRole.objects.get(user=user).role == StaffRole.Role.SUPPORT_ENGINEER
+
+    openid_provider.account("pm", email="pm@program.example", groups=["fmportal:sakura-lab:member"])
+    client.logout()
+    sign_in(client, openid_provider, "pm")
+    assert not StaffRole.objects.filter(user=user).exists()
+    history = list(LogEntry.objects.filter(user=user).order_by("pk").values_list("action_flag", flat=True))
+    assert history == [1, 2, 3]  # granted, changed, removed: Django admin's history of staff roles
+
+    local = StaffRoleFactory(user=UserFactory(), role=StaffRole.Role.SUPPORT_ENGINEER)
+    OidcIdentity.objects.create(
+        user=local.user, issuer=openid_provider.issuer, subject="local-staff", last_login=local.user.date_joined
+    )
+    openid_provider.account("local-staff", email="x@program.example", groups=["fmportal:staff:program_manager"])
+    client.logout()
+    sign_in(client, openid_provider, "local-staff")
+    assert StaffRole.objects.get(user=local.user).role == StaffRole.Role.SUPPORT_ENGINEER
+
+
+def test_a_person_the_groups_place_nowhere_gets_whom_to_ask_and_no_account(client, openid_provider, sakura):
+    openid_provider.account(
+        "dave", email="dave@uni.example", groups=["students", "fmportal:no-such-org:admin", "fmportal:sakura-lab:owner"]
+    )
+    response = sign_in(client, openid_provider, "dave")
+
+    assert response.status_code == 403
+    page = response.content.decode()
+    assert "You are not yet in any organization of the program" in page
+    assert "fm-program@example.jp" in page and "dave@uni.example" in page
+    assert "fmportal:no-such-org:admin" in page and "students" not in page
+    assert not User.objects.exists() and not OidcIdentity.objects.exists()
+    assert client.get("/").status_code == 302  # not signed in
+
+
+def test_someone_whose_groups_no_longer_place_them_loses_the_grants_and_gets_the_page(client, openid_provider, sakura):
+    openid_provider.account("erin", email="erin@uni.example", groups=["fmportal:sakura-lab:member"])
+    sign_in(client, openid_provider, "erin")
+    openid_provider.account("erin", email="erin@uni.example", groups=[])
+    client.logout()
+
+    response = sign_in(client, openid_provider, "erin")
+    assert response.status_code == 403
+    assert not Membership.objects.exists()
+    assert AuditEvent.objects.filter(action="sso.membership_removed").count() == 1
+    assert "_auth_user_id" not in client.session
+
+
+def test_a_deactivated_account_is_refused(client, openid_provider, sakura):
+    openid_provider.account("frank", email="frank@uni.example", groups=["fmportal:sakura-lab:member"])
+    sign_in(client, openid_provider, "frank")
+    User.objects.filter(username="frank").update(is_active=False)
+    assert client.get("/").status_code == 302  # the session ends with the account
+    response = sign_in(client, openid_provider, "frank")
+    assert response.status_code == 403 and "deactivated" in response.content.decode()
+
+
+def test_a_tampered_state_or_a_replayed_answer_is_refused_and_creates_nothing(client, openid_provider, sakura):
+    openid_provider.account("gina", email="gina@uni.example", groups=["fmportal:sakura-lab:member"])
+    start = client.get("/oidc/authenticate/")
+    back = openid_provider.answer(start["Location"], "gina", REDIRECT_URI)
+    tampered = back.replace("state=", "state=x")
+    response = client.get(tampered.removeprefix("http://testserver"))
+    assert response.status_code == 400 and "Sign-in not completed" in response.content.decode()
+    assert not User.objects.exists()
+
+    ok = sign_in(client, openid_provider, "gina")
+    assert ok.status_code == 302
+    client.logout()
+    start = client.get("/oidc/authenticate/")
+    back = openid_provider.answer(start["Location"], "gina", REDIRECT_URI)
+    assert client.get(back.removeprefix("http://testserver")).status_code == 302
+    assert client.get(back.removeprefix("http://testserver")).status_code == 400  # the same answer again
+
+
+def test_an_id_token_for_another_audience_is_refused(client, openid_provider, sakura):
+    openid_provider.account("hana", email="hana@uni.example", groups=["fmportal:sakura-lab:member"])
+    openid_provider.configure(idTokenAudience="another-application")
+    response = sign_in(client, openid_provider, "hana")
+    assert response.status_code == 400
+    assert not User.objects.exists() and "_auth_user_id" not in client.session
+
+
+def test_an_expired_id_token_is_refused(client, openid_provider, sakura, settings):
+    settings.OIDC_CLOCK_SKEW_SECONDS = 0
+    openid_provider.account("ivan", email="ivan@uni.example", groups=["fmportal:sakura-lab:member"])
+    # The token lives one second and reaches the portal two seconds after it was issued.
+    openid_provider.configure(idTokenTtl=1, tokenDelayMs=2100)
+    response = sign_in(client, openid_provider, "ivan")
+    assert response.status_code == 400
+    assert not User.objects.exists()
+
+
+def test_a_provider_that_is_down_gets_a_clear_page_and_changes_nothing(client, openid_provider, settings, sakura):
+    with running_provider(REDIRECT_URI) as provider:  # one of its own, to stop in the middle of a sign-in
+        settings.OIDC_ISSUER_URL = provider.issuer
+        sso_provider.forget()
+        provider.account("jun", email="jun@uni.example", groups=["fmportal:sakura-lab:member"])
+        start = client.get("/oidc/authenticate/")
+        back = provider.answer(start["Location"], "jun", REDIRECT_URI)
+    # The person comes back with a code; the provider is gone before the portal can trade it for tokens.
+    response = client.get(back.removeprefix("http://testserver"))
+    assert response.status_code == 503
+    assert "Test University is not answering" in response.content.decode()
+    sso_provider.forget()
+    response = client.get("/oidc/authenticate/")
+    assert response.status_code == 503 and "Nothing was changed" in response.content.decode()
+    assert not User.objects.exists() and not Membership.objects.exists()
+
+
+def test_api_tokens_work_for_people_who_sign_in_with_their_institution(client, openid_provider, sakura):
+    openid_provider.account("kei", email="kei@uni.example", groups=["fmportal:sakura-lab:member"])
+    sign_in(client, openid_provider, "kei")
+    user = OidcIdentity.objects.get(subject="kei").user
+    _, key = create_token(user=user, name="script", expires_in_days=7, via="page")
+    client.logout()
+    response = client.get("/api/v1/organizations/", HTTP_AUTHORIZATION=f"Token {key}")
+    assert response.status_code == 200
+    assert [o["slug"] for o in response.json()["results"]] == ["sakura-lab"]
+
+
+def test_without_a_provider_the_login_page_is_the_password_form_alone(client, settings):
+    settings.OIDC_ISSUER_URL = ""
+    page = client.get("/login/").content.decode()
+    assert "Sign in with" not in page and 'name="password"' in page
+    assert client.get("/oidc/authenticate/").status_code == 404
+    assert client.get("/oidc/callback/?code=x&state=y").status_code == 404
+
+
+def test_with_a_provider_the_login_page_offers_it_first(client, openid_provider):
+    page = client.get("/login/?next=/orgs/x/").content.decode()
+    assert "Sign in with Test University" in page and 'href="/oidc/authenticate/?next=/orgs/x/"' in page
+    assert 'name="password"' in page
