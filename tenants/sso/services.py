@@ -89,7 +89,7 @@ def _sign_in(*, claims: dict, placement: Placement):
         user=user,
         wanted={organizations[s]: r for s, r in placement.organizations.items() if s in organizations},
         comment=comment,
-    )  # noqa: E501
+    )
     _sync_staff_role(user=user, wanted=placement.staff_role, comment=comment)
     return user
 

@@ -138,7 +138,7 @@ class CallbackView(OIDCAuthenticationCallbackView):
             return refused(
                 request,
                 _("%(provider)s did not sign you in: %(detail)s")
-                % {"provider": settings.OIDC_PROVIDER_NAME, "detail": detail[:300]},  # noqa: E501
+                % {"provider": settings.OIDC_PROVIDER_NAME, "detail": detail[:300]},
             )
         if is_locked_out(request):
             return refused(request, _("Too many failed logins from this address. Try again later."))
