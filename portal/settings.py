@@ -263,7 +263,7 @@ OIDC_CLOCK_SKEW_SECONDS = env_int("OIDC_CLOCK_SKEW_SECONDS", 60)  # leeway on th
 OIDC_GROUPS_CLAIM = env("OIDC_GROUPS_CLAIM", "groups")
 OIDC_GROUP_PREFIX = env("OIDC_GROUP_PREFIX", "fmportal")
 try:
-    OIDC_GROUP_MAP = json.loads(env("OIDC_GROUP_MAP", "{}"))
+    OIDC_GROUP_MAP = json.loads(env("OIDC_GROUP_MAP") or "{}")
 except ValueError as error:
     raise ImproperlyConfigured(f"OIDC_GROUP_MAP must be a JSON object: {error}") from None
 if not isinstance(OIDC_GROUP_MAP, dict) or not all(isinstance(v, str) for v in OIDC_GROUP_MAP.values()):

@@ -15,7 +15,17 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pyte
 
 SKIPPED_NAMESPACES = {"admin"}
 # Not pages a person reads in the browser: sign-in plumbing, files, machine endpoints.
-NOT_PAGES = {"login", "logout", "set_language", "healthz", "api-docs", "api-schema", "metrics"}
+NOT_PAGES = {
+    "login",
+    "logout",
+    "oidc_authentication_init",
+    "oidc_authentication_callback",
+    "set_language",
+    "healthz",
+    "api-docs",
+    "api-schema",
+    "metrics",
+}
 
 
 def _page_routes(patterns, namespace: str = "", prefix: str = ""):
