@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from django.apps import apps
 from django.db import models
+from django.utils.formats import number_format
 from django.utils.translation import gettext_lazy as _
 
 ACTIONS = {
@@ -46,6 +47,15 @@ class Numbered:
 def register(*, actions: dict, pages: dict[str, str] | None = None) -> None:
     ACTIONS.update(actions)
     PAGES.update(pages or {})
+
+
+def in_words(field, value):
+    """A stored value as a person reads it: a choice's label, a count with thousands separators."""
+    if field.choices:
+        return dict(field.flatchoices).get(value, value)
+    if isinstance(field, models.IntegerField) and isinstance(value, int):
+        return number_format(value, force_grouping=True)
+    return value
 
 
 def target_model(target_type: str) -> type[models.Model] | None:

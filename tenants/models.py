@@ -10,13 +10,13 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.db.models import F, Q
 from django.urls import reverse
-from django.utils.formats import number_format
 from django.utils.text import capfirst
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
 from tenants import audit_labels
 from tenants.capacity.estimate import MAX_INSTANCES, MAX_PARAMETERS, MAX_TOKENS, PARAMETER_COUNT, TOKEN_COUNT
+from tenants.sso.models import GrantSource, OidcIdentity  # noqa: F401 (registered in this app)
 
 AWS_ACCOUNT_ID = RegexValidator(r"^\d{12}$", _("An AWS account id is exactly 12 digits."))
 IAM_ROLE_ARN = RegexValidator(
@@ -217,13 +217,6 @@ class Organization(models.Model):
         return self.name
 
 
-class GrantSource(models.TextChoices):
-    """Where a membership or a staff role came from."""
-
-    LOCAL = "local", _("the portal")
-    SSO = "sso", _("institution sign-in")
-
-
 class Membership(models.Model):
     class Role(models.TextChoices):
         MEMBER = "member", pgettext_lazy("membership role", "Member")
@@ -236,9 +229,8 @@ class Membership(models.Model):
         Organization, on_delete=models.CASCADE, related_name="memberships", verbose_name=_("organization")
     )
     role = models.CharField(_("role"), max_length=16, choices=Role.choices, default=Role.MEMBER)
-    # Who granted it: people here (staff, the org's admins, an invitation), or the groups the person's
-    # institution sends at sign-in, which then also change or remove it (tenants/sso/). Sign-in never
-    # touches a local grant.
+    # Granted here (staff, the org's admins, an invitation), or by the groups the person's institution sends at
+    # sign-in, which then also change or remove it (tenants/sso/). Sign-in never touches a grant made here.
     source = models.CharField(_("granted by"), max_length=8, choices=GrantSource.choices, default=GrantSource.LOCAL)
     created_at = models.DateTimeField(_("joined at"), auto_now_add=True)
 
@@ -526,15 +518,6 @@ class Allocation(audit_labels.Numbered, models.Model):
         return self.ends_on < self.pool.ends_on
 
 
-def _in_words(field, value):
-    """A stored value as a person reads it: a choice's label, a count with thousands separators."""
-    if field.choices:
-        return dict(field.flatchoices).get(value, value)
-    if isinstance(field, models.IntegerField) and isinstance(value, int):
-        return number_format(value, force_grouping=True)
-    return value
-
-
 class AuditEvent(models.Model):
     """Append-only record of a decision or change: who, when, what, before → after."""
 
@@ -602,11 +585,11 @@ class AuditEvent(models.Model):
             if field is None:
                 rows.append((name, before, after))
                 continue
-            rows.append((capfirst(field.verbose_name), _in_words(field, before), _in_words(field, after)))
+            words = audit_labels.in_words
+            rows.append((capfirst(field.verbose_name), words(field, before), words(field, after)))
         return rows
 
 
 # Models of sub-packages, registered in this app (they do not import this module).
 from tenants.capacity.models import PoolDay  # noqa: E402, F401
-from tenants.sso.models import OidcIdentity  # noqa: E402, F401
 from tenants.tokens.models import ApiToken  # noqa: E402, F401

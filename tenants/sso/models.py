@@ -1,9 +1,16 @@
-"""The identity a person signs in with. Imported at the end of tenants/models.py so Django registers it in the
-tenants app; it must not import tenants.models."""
+"""The identity a person signs in with, and where a grant came from. Imported by tenants/models.py so Django
+registers them in the tenants app; this module must not import tenants.models."""
 
 from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
+
+
+class GrantSource(models.TextChoices):
+    """Where a membership or a staff role came from: sign-in changes and removes only its own (tenants.sso)."""
+
+    LOCAL = "local", _("the portal")
+    SSO = "sso", _("institution sign-in")
 
 
 class OidcIdentity(models.Model):

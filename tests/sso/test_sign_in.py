@@ -5,9 +5,9 @@ import pytest
 from django.contrib.admin.models import LogEntry
 from django.contrib.auth import get_user_model
 
-from tenants.models import AuditEvent, GrantSource, Membership, StaffRole
+from tenants.models import AuditEvent, Membership, StaffRole
 from tenants.sso import provider as sso_provider
-from tenants.sso.models import OidcIdentity
+from tenants.sso.models import GrantSource, OidcIdentity
 from tenants.tokens.services import create_token
 from tests.factories import MembershipFactory, OrganizationFactory, StaffRoleFactory, UserFactory
 from tests.sso.conftest import REDIRECT_URI
