@@ -258,3 +258,15 @@ def test_with_a_provider_the_login_page_offers_it_first(client, openid_provider)
     page = client.get("/login/?next=/orgs/x/").content.decode()
     assert "Sign in with Test University" in page and 'href="/oidc/authenticate/?next=/orgs/x/"' in page
     assert 'name="password"' in page
+
+
+def test_the_sign_in_routes_name_no_object_and_show_no_organization(client, openid_provider, sakura, kitsune):
+    # tests/test_tenant_gate.py walks routes that name an object; these two name none and must show no tenant data.
+    from tests.test_tenant_gate import ROUTES
+
+    assert not {r.name for r in ROUTES} & {"oidc_authentication_init", "oidc_authentication_callback"}
+    client.force_login(MembershipFactory(organization=sakura).user)
+    for url in ("/oidc/callback/?code=x&state=y", "/oidc/callback/?error=access_denied", "/oidc/callback/"):
+        response = client.get(url)
+        assert response.status_code == 400
+        assert "Kitsune AI" not in response.content.decode()
