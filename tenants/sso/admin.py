@@ -5,13 +5,15 @@ from tenants.sso.models import OidcIdentity
 
 @admin.register(OidcIdentity)
 class OidcIdentityAdmin(admin.ModelAdmin):
-    """Who signs in as whom. Deleting one unlinks the account: that person's next sign-in makes a new user."""
+    """Who signs in as whom. Adding one links an existing portal account to a person's identity at the provider
+    (their issuer and subject); deleting one unlinks it: that person's next sign-in makes a new user."""
 
     list_display = ["user", "subject", "issuer", "email", "created_at", "last_login"]
     list_filter = ["issuer"]
     search_fields = ["user__username", "subject", "email"]
     list_select_related = ["user"]
-    readonly_fields = ["issuer", "subject", "email", "created_at", "last_login"]
+    autocomplete_fields = ["user"]
 
-    def has_add_permission(self, request) -> bool:
-        return False  # identities come from sign-ins
+    def get_readonly_fields(self, request, obj=None):
+        # Issuer and subject are the identity: a link is replaced, never edited to point at someone else.
+        return ["issuer", "subject", "email", "created_at", "last_login"] if obj else ["email", "last_login"]

@@ -24,7 +24,7 @@ class OidcIdentity(models.Model):
     subject = models.CharField(_("subject"), max_length=255)
     email = models.EmailField(_("email at last sign-in"), blank=True)
     created_at = models.DateTimeField(_("first sign-in"), auto_now_add=True)
-    last_login = models.DateTimeField(_("last sign-in"))
+    last_login = models.DateTimeField(_("last sign-in"), null=True, blank=True)  # none yet: linked in admin
 
     class Meta:
         verbose_name = _("institution sign-in identity")

@@ -136,9 +136,7 @@ def test_staff_groups_give_and_take_the_staff_role_but_never_a_local_one(client,
     assert history == [1, 2, 3]  # granted, changed, removed: Django admin's history of staff roles
 
     local = StaffRoleFactory(user=UserFactory(), role=StaffRole.Role.SUPPORT_ENGINEER)
-    OidcIdentity.objects.create(
-        user=local.user, issuer=openid_provider.issuer, subject="local-staff", last_login=local.user.date_joined
-    )
+    OidcIdentity.objects.create(user=local.user, issuer=openid_provider.issuer, subject="local-staff")
     openid_provider.account("local-staff", email="x@program.example", groups=["fmportal:staff:program_manager"])
     client.logout()
     sign_in(client, openid_provider, "local-staff")
@@ -270,3 +268,21 @@ def test_the_sign_in_routes_name_no_object_and_show_no_organization(client, open
         response = client.get(url)
         assert response.status_code == 400
         assert "Kitsune AI" not in response.content.decode()
+
+
+def test_an_existing_account_linked_in_admin_is_the_one_its_person_signs_in_to(client, openid_provider, sakura):
+    tenant = MembershipFactory(organization=sakura, role="admin").user  # a local account from before single sign-on
+    admin = UserFactory(is_superuser=True, is_staff=True)
+    client.force_login(admin)
+    response = client.post(
+        "/admin/tenants/oidcidentity/add/",
+        {"user": tenant.pk, "issuer": openid_provider.issuer, "subject": "tenant-at-uni"},
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    client.logout()
+
+    openid_provider.account("tenant-at-uni", email="t@uni.example", groups=[])  # no groups: the local grant places
+    assert sign_in(client, openid_provider, "tenant-at-uni")["Location"] == "/"
+    assert client.session["_auth_user_id"] == str(tenant.pk)
+    assert Membership.objects.get(user=tenant).source == GrantSource.LOCAL
+    assert OidcIdentity.objects.get(subject="tenant-at-uni").last_login is not None
