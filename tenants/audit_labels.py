@@ -20,6 +20,10 @@ ACTIONS = {
     "allocation.active": _("the allocation became active"),
     "allocation.expired": _("the allocation expired"),
     "allocation.revoked": _("revoked the allocation"),
+    "account.password_reset": _("set a new password through an emailed link"),
+    "account.two_factor_enabled": _("set up two-factor authentication"),
+    "account.recovery_codes": _("made new recovery codes"),
+    "account.two_factor_reset": _("removed the account's authenticator app and recovery codes"),
 }
 # Object type (model name) → the name of the URL pattern showing one of them by its id.
 PAGES: dict[str, str] = {}

@@ -524,10 +524,16 @@ def _in_words(field, value):
 
 
 class AuditEvent(models.Model):
-    """Append-only record of a decision or change: who, when, what, before → after."""
+    """Append-only record of a decision or change: who, when, what, before → after. Events about a person's own
+    account (a password reset, a second factor) have no organization."""
 
     organization = models.ForeignKey(
-        Organization, on_delete=models.PROTECT, related_name="audit_events", verbose_name=_("organization")
+        Organization,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="audit_events",
+        verbose_name=_("organization"),
     )
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -596,4 +602,5 @@ class AuditEvent(models.Model):
 
 # Models of sub-packages, registered in this app (they do not import this module).
 from tenants.capacity.models import PoolDay  # noqa: E402, F401
+from tenants.logins.models import PasswordResetRequest  # noqa: E402, F401
 from tenants.tokens.models import ApiToken  # noqa: E402, F401

@@ -13,6 +13,7 @@ from tenants.logins.lockout import client_address, is_locked_out, lockout_messag
 from tenants.tokens import services
 from tenants.tokens.models import ApiToken
 from tenants.tokens.serializers import ApiTokenSerializer, IssuedTokenSerializer, NewTokenSerializer
+from tenants.twofactor.services import requires_second_factor
 
 
 class LockedOut(exceptions.Throttled):
@@ -38,6 +39,10 @@ class ObtainTokenView(APIView):
         responses={
             201: IssuedTokenSerializer,
             400: OpenApiResponse(description="A missing field, or wrong username or password."),
+            403: OpenApiResponse(
+                description="The account signs in with a second factor (two-factor authentication): a password "
+                "alone gets no token. Create one on the API tokens page after logging in."
+            ),
             429: OpenApiResponse(  # its body, Error, and Retry-After header come from portal.schema
                 description="Too many failed logins for this account or from this address (10 within 15 minutes "
                 "of each other): every login, with the right password too, is refused until Retry-After seconds.",
@@ -59,6 +64,13 @@ class ObtainTokenView(APIView):
                 seconds = seconds_until_unlocked(request, data["username"])
                 raise LockedOut(wait=seconds, detail=lockout_message(seconds))
             raise exceptions.ValidationError({"non_field_errors": [_("Unable to log in with provided credentials.")]})
+        if requires_second_factor(user):
+            raise exceptions.PermissionDenied(
+                _(
+                    "This account signs in with a second factor: a password alone gets no token. Log in to the "
+                    "portal and create one on the API tokens page (/account/tokens/)."
+                )
+            )
         token, key = services.create_token(
             user=user,
             name=data.get("name", ""),
