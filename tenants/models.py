@@ -524,16 +524,10 @@ def _in_words(field, value):
 
 
 class AuditEvent(models.Model):
-    """Append-only record of a decision or change: who, when, what, before → after. Events about a person's own
-    account (a password reset, a second factor) have no organization."""
+    """Append-only record of a decision or change: who, when, what, before → after. Account events have no org."""
 
     organization = models.ForeignKey(
-        Organization,
-        on_delete=models.PROTECT,
-        null=True,
-        blank=True,
-        related_name="audit_events",
-        verbose_name=_("organization"),
+        Organization, models.PROTECT, null=True, blank=True, related_name="audit_events", verbose_name=_("organization")
     )
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL,
