@@ -24,7 +24,10 @@ class SecondFactorMiddleware:
         return (*(reverse(name) for name in pages), "/" + settings.STATIC_URL.lstrip("/"), "/api/")
 
     def __call__(self, request):
-        if request.path.startswith(self.open_paths) or not owes_second_factor(request):
+        if not owes_second_factor(request):
+            return self.get_response(request)
+        request.second_factor_owed = True  # the top bar shows no links it could not follow yet
+        if request.path.startswith(self.open_paths):
             return self.get_response(request)
         page = "two-factor-verify" if has_second_factor(request.user) else "two-factor-setup"
         url = reverse(page)

@@ -51,7 +51,7 @@ def owes_second_factor(request) -> bool:
     """Whether this session must pass its second factor before any page or API call works. No query unless
     STAFF_REQUIRE_2FA is on (then the staff role, which the pages read anyway)."""
     user = request.user
-    if not user.is_authenticated or user.is_verified():
+    if not user.is_authenticated or getattr(user, "is_verified", bool)():  # is_verified: django-otp's middleware
         return False
     if request.session.get(SESSION_OWES):
         return True
