@@ -70,6 +70,9 @@ INSTALLED_APPS = [
     "django_htmx",
     "django_celery_beat",
     "axes",
+    "django_otp",
+    "django_otp.plugins.otp_totp",
+    "django_otp.plugins.otp_static",
     "portal",
     "tenants",
     "workloads",
@@ -85,9 +88,13 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # request.user.is_verified(): whether this session passed a second factor (django-otp).
+    "django_otp.middleware.OTPMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # A session that owes a second factor reaches only the pages that settle it (tenants/twofactor/).
+    "tenants.twofactor.middleware.SecondFactorMiddleware",
     # Last, as django-axes asks: turns a lockout no view answered itself into a 429 (tenants/logins/lockout.py).
     "axes.middleware.AxesMiddleware",
 ]
@@ -297,6 +304,23 @@ TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
+# --- Password reset by email (tenants/logins/reset.py) ----------------------------------------------
+# The link in the email works once, for this long (Django's PasswordResetTokenGenerator).
+PASSWORD_RESET_TIMEOUT = env_int("PASSWORD_RESET_MINUTES", 60) * 60
+# Reset emails asked for within an hour: per client address (more is a 429 page), per email address (more are
+# answered with the same page as ever, and no email, so nobody learns whether an account exists).
+PASSWORD_RESET_ADDRESS_LIMIT = env_int("PASSWORD_RESET_ADDRESS_LIMIT", 10)
+PASSWORD_RESET_EMAIL_LIMIT = env_int("PASSWORD_RESET_EMAIL_LIMIT", 3)
+
+# --- Second factor for staff accounts (django-otp; tenants/twofactor/) --------------------------------------
+# True: program staff, Django staff and superusers set up an authenticator app on their next login and enter a
+# code on every login before any page or session-authenticated API call works. API tokens are not affected.
+STAFF_REQUIRE_2FA = env_bool("STAFF_REQUIRE_2FA", False)
+OTP_TOTP_ISSUER = env("OTP_TOTP_ISSUER", "FM Program Portal")
+# Wrong codes in a row make the next try wait 1, 2, 4, 8 … seconds (django-otp's throttling), per device.
+OTP_TOTP_THROTTLE_FACTOR = 1
+OTP_STATIC_THROTTLE_FACTOR = 1
+
 # --- Internationalization -------------------------------------------------------------------
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", _("English")), ("ja", _("Japanese"))]
@@ -347,7 +371,8 @@ REST_FRAMEWORK = {
     # Token first, so an unauthenticated script gets 401 with WWW-Authenticate rather than 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "tenants.tokens.authentication.ApiTokenAuthentication",
-        "rest_framework.authentication.SessionAuthentication",
+        # The browser session, once it has passed its second factor where one is owed.
+        "tenants.twofactor.authentication.VerifiedSessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "portal.pagination.PageNumberPagination",

@@ -54,6 +54,8 @@ urlpatterns = [
     path("api/v1/", include(router.urls)),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("", include("tenants.logins.urls")),
+    path("", include("tenants.twofactor.urls")),
     path("", include("tenants.tokens.urls")),
     path("", include("tenants.urls")),
     path("", include("workloads.urls")),

@@ -61,6 +61,14 @@ def require_program_manager(user, message: str | None = None) -> None:
         raise PermissionDenied(message or _("Only a program manager can do this."))
 
 
+def can_reset_second_factor(actor, target) -> bool:
+    """Who may remove another staff account's second factor (a lost phone): a program manager or a superuser, and
+    only a superuser a superuser's."""
+    if not (is_program_manager(actor) or getattr(actor, "is_superuser", False)):
+        return False
+    return getattr(actor, "is_superuser", False) or not target.is_superuser
+
+
 def program_staff_users() -> QuerySet:
     """People who can be assigned cases, own action items or attend the weekly review."""
     return get_user_model().objects.filter(staff_role__isnull=False, is_active=True).order_by("username")

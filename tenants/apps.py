@@ -10,3 +10,4 @@ class TenantsConfig(AppConfig):
         from tenants.capacity import ledger  # noqa: F401 (keeps the pool ledger: signal receivers)
         from tenants.logins import lockout  # noqa: F401 (logs each lockout: a signal receiver)
         from tenants.sso import checks  # noqa: F401 (OIDC_GROUP_MAP's roles: a system check)
+        from tenants.twofactor import services  # noqa: F401 (a login of an account with a second factor owes it)

@@ -1,4 +1,6 @@
-"""The audit trail: every capacity decision and allocation change, append-only (who, when, what, before → after)."""
+"""The audit trail: every capacity decision and allocation change, append-only (who, when, what, before → after).
+A person's own account (password, second factor) belongs to no organization: its events have none, and only
+program staff see them."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from tenants.models import AuditEvent, Organization
 
 
 def record_audit(
-    *, actor, organization: Organization, action: str, target, changes: dict | None = None, comment: str = ""
+    *, actor, organization: Organization | None, action: str, target, changes: dict | None = None, comment: str = ""
 ) -> AuditEvent:
     """Append one audit event; `changes` maps a field to [before, after]."""
     return AuditEvent.objects.create(

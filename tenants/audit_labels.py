@@ -24,6 +24,10 @@ ACTIONS = {
     "sso.membership_granted": _("joined through institution sign-in"),
     "sso.role_changed": _("role changed by institution sign-in"),
     "sso.membership_removed": _("left through institution sign-in"),
+    "account.password_reset": _("set a new password through an emailed link"),
+    "account.two_factor_enabled": _("set up two-factor authentication"),
+    "account.recovery_codes": _("made new recovery codes"),
+    "account.two_factor_reset": _("removed the account's authenticator app and recovery codes"),
 }
 # Object type (model name) → the name of the URL pattern showing one of them by its id.
 PAGES: dict[str, str] = {}

@@ -519,10 +519,10 @@ class Allocation(audit_labels.Numbered, models.Model):
 
 
 class AuditEvent(models.Model):
-    """Append-only record of a decision or change: who, when, what, before → after."""
+    """Append-only record of a decision or change: who, when, what, before → after. Account events have no org."""
 
     organization = models.ForeignKey(
-        Organization, on_delete=models.PROTECT, related_name="audit_events", verbose_name=_("organization")
+        Organization, models.PROTECT, null=True, blank=True, related_name="audit_events", verbose_name=_("organization")
     )
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -592,4 +592,5 @@ class AuditEvent(models.Model):
 
 # Models of sub-packages, registered in this app (they do not import this module).
 from tenants.capacity.models import PoolDay  # noqa: E402, F401
+from tenants.logins.models import PasswordResetRequest  # noqa: E402, F401
 from tenants.tokens.models import ApiToken  # noqa: E402, F401

@@ -28,7 +28,11 @@ PROGRAM_WIDE = {
     "review:action-item-status": "review action items are program staff's (tenants get 403: tests/workloads)",
     "review-meeting-detail": "review meetings are program staff's records (tenants get 403: tests/workloads)",
     "action-item-detail": "review action items are program staff's records (tenants get 403: tests/workloads)",
+    "staff-two-factor-reset": "a staff account, no org's: program managers only (others get 403: test_two_factor)",
 }
+# Routes whose arguments are a signed link from an email, not an object of any org: without its token the link
+# shows nothing (tests/tenants/test_password_reset.py).
+SIGNED_LINKS = {"password_reset_confirm": "the emailed password-reset link: an account's id and its reset token"}
 # Routes whose argument names an object of one user's own, not of an org (an API token): another user's is a
 # 404, even in the same org. Each maps to a function making such an object for a user.
 USER_OWNED = {
@@ -100,7 +104,7 @@ def _responses(client, route: Route, org: Organization, slug_org: Organization |
     return statuses
 
 
-TENANT_ROUTES = [r for r in ROUTES if r.name not in PROGRAM_WIDE and r.name not in USER_OWNED]
+TENANT_ROUTES = [r for r in ROUTES if r.name not in PROGRAM_WIDE and r.name not in USER_OWNED | SIGNED_LINKS]
 USER_ROUTES = [r for r in ROUTES if r.name in USER_OWNED]
 
 
@@ -113,6 +117,7 @@ def test_the_url_conf_has_tenant_routes_to_check():
 def test_program_wide_list_names_only_existing_routes():
     assert set(PROGRAM_WIDE) <= {r.name for r in ROUTES}
     assert set(USER_OWNED) <= {r.name for r in ROUTES}
+    assert set(SIGNED_LINKS) <= {r.name for r in ROUTES}
 
 
 def _user_route_responses(client, route: Route, owner) -> dict[str, int]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from axes.helpers import get_cool_off, get_failure_limit
 from axes.models import AccessAttempt
@@ -40,14 +40,16 @@ def is_locked_out(request) -> bool:
     return bool(getattr(request, "axes_locked_out", False))
 
 
-def seconds_until_unlocked(request, username: str | None) -> int:
-    """Until the lockout of this account or this address ends: a lockout lasts the cool-off from the failure
-    that reached the limit (attempts during it are refused, not counted: AXES_RESET_COOL_OFF_ON_FAILURE_…)."""
+def lockout_end(request, username: str | None) -> datetime | None:
+    """When the lockout of this account or of the request's client address ends; None if neither is locked out.
+    A lockout lasts the cool-off from the failure that reached the limit (attempts during it are refused, not
+    counted: AXES_RESET_COOL_OFF_ON_FAILURE_…)."""
     cool_off: timedelta = get_cool_off(request)
     now = timezone.now()
     limit = get_failure_limit(request, None)
+    address = getattr(request, "axes_ip_address", None) or client_address(request)
     ends = []
-    for lookup in ({"username": username}, {"ip_address": getattr(request, "axes_ip_address", None)}):
+    for lookup in ({"username": username}, {"ip_address": address}):
         if None in lookup.values():
             continue
         recent = AccessAttempt.objects.filter(**lookup, attempt_time__gte=now - cool_off).aggregate(
@@ -55,9 +57,15 @@ def seconds_until_unlocked(request, username: str | None) -> int:
         )
         if (recent["failures"] or 0) >= limit:
             ends.append(recent["last"] + cool_off)
-    if not ends:
-        return int(cool_off.total_seconds())
-    return max(1, math.ceil((max(ends) - now).total_seconds()))
+    return max(ends) if ends else None
+
+
+def seconds_until_unlocked(request, username: str | None) -> int:
+    """Until the lockout of this account or this address ends (the whole cool-off if neither is locked)."""
+    end = lockout_end(request, username)
+    if end is None:
+        return int(get_cool_off(request).total_seconds())
+    return max(1, math.ceil((end - timezone.now()).total_seconds()))
 
 
 def lockout_message(seconds: int) -> str:

@@ -15,6 +15,7 @@ from tenants.logins.lockout import client_address, is_locked_out, lockout_messag
 from tenants.tokens import services
 from tenants.tokens.models import ApiToken
 from tenants.tokens.serializers import ApiTokenSerializer, IssuedTokenSerializer, NewTokenSerializer
+from tenants.twofactor.services import requires_second_factor
 
 
 class LockedOut(exceptions.Throttled):
@@ -44,6 +45,10 @@ class ObtainTokenView(APIView):
                 "(LOCAL_PASSWORD_LOGIN=False), any account but a break-glass one. People who sign in with their "
                 "institution create tokens on /account/tokens/."
             ),
+            403: OpenApiResponse(
+                description="The account signs in with a second factor (two-factor authentication): a password "
+                "alone gets no token. Create one on the API tokens page after logging in."
+            ),
             429: OpenApiResponse(  # its body, Error, and Retry-After header come from portal.schema
                 description="Too many failed logins for this account or from this address (10 within 15 minutes "
                 "of each other): every login, with the right password too, is refused until Retry-After seconds.",
@@ -67,6 +72,13 @@ class ObtainTokenView(APIView):
             if not settings.LOCAL_PASSWORD_LOGIN:
                 raise exceptions.ValidationError({"non_field_errors": [password_login_off_message()]})
             raise exceptions.ValidationError({"non_field_errors": [_("Unable to log in with provided credentials.")]})
+        if requires_second_factor(user):
+            raise exceptions.PermissionDenied(
+                _(
+                    "This account signs in with a second factor: a password alone gets no token. Log in to the "
+                    "portal and create one on the API tokens page (/account/tokens/)."
+                )
+            )
         token, key = services.create_token(
             user=user,
             name=data.get("name", ""),
