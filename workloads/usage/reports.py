@@ -5,12 +5,30 @@ rows (never from the intervals) in a fixed number of queries whatever the length
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
+from functools import cached_property
 
-from django.db.models import F, Q, QuerySet, Sum
-from django.db.models.functions import TruncWeek
+from django.db.models import (
+    BigIntegerField,
+    Case,
+    F,
+    FilteredRelation,
+    FloatField,
+    Func,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+    When,
+)
+from django.db.models.functions import Cast, TruncWeek
+from django.db.models.lookups import GreaterThan, LessThan
 from django.utils import timezone
 
 from portal.periods import day_start
@@ -25,6 +43,7 @@ from workloads.usage.definitions import (
     days_between,
     hours,
     overlap,
+    row_sums,
     usd,
     utilization,
 )
@@ -138,13 +157,29 @@ class Figures(InstanceTime):
         return usd(self.over_allocation_cost)
 
 
-def _figures(row: dict) -> Figures:
-    per_instance = row["accelerators"]
+def accelerator_sums(prefix: str = "", filter: Q | None = None) -> dict[str, Sum]:
+    """Accelerator-time summed across instance types (each row's instance-time × its type's accelerators), for
+    sums not grouped by instance type; `prefix` and `filter` as in definitions.row_sums."""
+    per_instance = F(prefix + "pool__instance_type__accelerators_per_instance")
+    return {
+        "allocated_accelerators": Sum(F(prefix + "allocated_microseconds") * per_instance, filter=filter),
+        "running_accelerators": Sum(F(prefix + "running_microseconds") * per_instance, filter=filter),
+    }
+
+
+def _figures(row: Mapping) -> Figures:
+    """The Figures of one grouped row of ROW_SUMS: grouped by instance type (its `accelerators` per instance), or
+    with accelerator-time summed across types (accelerator_sums)."""
+    allocated, running = row["allocated"] or 0, row["running"] or 0
+    if "accelerators" in row:
+        allocated_accelerators, running_accelerators = allocated * row["accelerators"], running * row["accelerators"]
+    else:
+        allocated_accelerators, running_accelerators = row["allocated_accelerators"], row["running_accelerators"]
     return Figures(
-        allocated=row["allocated"] or 0,
-        running=row["running"] or 0,
-        allocated_accelerators=(row["allocated"] or 0) * per_instance,
-        running_accelerators=(row["running"] or 0) * per_instance,
+        allocated=allocated,
+        running=running,
+        allocated_accelerators=allocated_accelerators or 0,
+        running_accelerators=running_accelerators or 0,
         busy_accelerators=row["busy"],
         allocated_cost=row["allocated_cost"] or 0,
         running_cost=row["running_cost"] or 0,
@@ -315,15 +350,138 @@ class PoolRow:
         return hours(self.unallocated)
 
 
+def fraction(value: Decimal) -> tuple[int, int]:
+    """A threshold as numerator and denominator, so SQL compares integers exactly (as the pages' Decimals do)."""
+    return value.as_integer_ratio()
+
+
+def org_usage(
+    organizations: QuerySet[Organization], *, period: Period, through: date | None, threshold: Decimal
+) -> QuerySet[Organization]:
+    """Every organization with its figures over the period summed in the database — one grouped read, whatever the
+    number of organizations and days, so a page of 20 among 2,000 is sorted and cut there: ROW_SUMS and the
+    accelerator-time of the period, the previous period's allocated and running time (the change), what Cost
+    Explorer billed over the settled days (through `through`) and the running cost computed over the same days,
+    and the flags "needing attention" orders by. Ordered by attention (ATTENTION)."""
+    previous = period.previous()
+    now = Q(usage__day__gte=period.first)
+    days = Q(usage_days__day__gte=previous.first if previous else period.first, usage_days__day__lte=period.last)
+    nothing = Cast(Value(None), BigIntegerField())  # typed, so SQL can subtract it
+    before = {
+        "previous_allocated": Sum("usage__allocated_microseconds", filter=Q(usage__day__lte=previous.last))
+        if previous
+        else nothing,
+        "previous_running": Sum("usage__running_microseconds", filter=Q(usage__day__lte=previous.last))
+        if previous
+        else nothing,
+    }
+    settled = {
+        "settled_running_cost": Sum("usage__running_cost_micro_usd", filter=now & Q(usage__day__lte=through))
+        if through
+        else nothing,
+        "billed": Subquery(
+            BilledCost.objects.filter(organization=OuterRef("pk"), day__gte=period.first, day__lte=through)
+            .order_by()
+            .values("organization")
+            .annotate(total=Sum("cost_micro_usd"))
+            .values("total")
+        )
+        if through
+        else nothing,
+    }
+    idle_p, idle_q = fraction(threshold)
+    off_p, off_q = fraction(BILLED_TOLERANCE)
+    gap = Func(F("billed") - F("settled_running_cost"), function="ABS")
+    return (
+        organizations.annotate(usage=FilteredRelation("usage_days", condition=days))
+        .annotate(**row_sums("usage__", now), **accelerator_sums("usage__", now), **before, **settled)
+        .annotate(
+            utilization=_ratio("running", "allocated"),
+            change=_ratio("running", "allocated") - _ratio("previous_running", "previous_allocated"),
+            # Idle: running ÷ allocated under the threshold; billed apart: |billed − computed| over the tolerance of
+            # the computed — both as integers, exactly as Figures and BilledCheck say it.
+            is_idle=_flag(Q(allocated__gt=0) & LessThan(F("running") * idle_q, F("allocated") * idle_p)),
+            is_over=_flag(Q(over_allocation__gt=0)),
+            is_billed_off=_flag(
+                Q(settled_running_cost__gt=0) & GreaterThan(gap * off_q, F("settled_running_cost") * off_p)
+            ),
+        )
+        .order_by(*ATTENTION)
+    )
+
+
+def _ratio(numerator: str, denominator: str) -> Case:
+    return Case(
+        When(**{f"{denominator}__gt": 0}, then=Cast(numerator, FloatField()) / Cast(denominator, FloatField())),
+        default=Value(None),
+        output_field=FloatField(),
+    )
+
+
+def _flag(condition) -> Case:
+    return Case(When(condition, then=Value(1)), default=Value(0), output_field=IntegerField())
+
+
+# The organizations needing attention first: idle, then running beyond an allocation, then billed apart from the
+# computed cost, then the least used; those with nothing allocated last; by name within each.
+ATTENTION = (
+    F("is_idle").desc(),
+    F("is_over").desc(),
+    F("is_billed_off").desc(),
+    F("utilization").asc(nulls_last=True),
+    "name",
+    "pk",
+)
+
+
 @dataclass
 class ProgramReport:
+    """The program table of a period: `organizations` (org_usage, attention first) is read a page at a time by the
+    page, whole by the CSV (streamed) and the digest; `totals` are the whole program's."""
+
     period: Period
     program: Program | None
-    rows: list[OrgRow]
+    organizations: QuerySet[Organization]
     totals: Figures
     pools: list[PoolRow]
     threshold: Decimal
     billed_through: date | None = None
+    billed_check: BilledCheck = field(default_factory=lambda: BilledCheck(None, 0))
+
+    def row(self, organization: Organization) -> OrgRow:
+        """One organization of `organizations` as the table, the CSV and the digest show it."""
+        values = vars(organization)
+        figures = _figures(values)
+        previous = (
+            None
+            if values["previous_allocated"] is None
+            else Figures(allocated=values["previous_allocated"], running=values["previous_running"] or 0)
+        )
+        billed = values["billed"]
+        ratio = figures.utilization
+        return OrgRow(
+            organization=organization,
+            figures=figures,
+            previous=previous,
+            billed=billed,
+            billed_computed=0 if billed is None else values["settled_running_cost"] or 0,
+            billed_through=self.billed_through,
+            idle=ratio is not None and ratio < self.threshold,
+        )
+
+    def iter_rows(self, *, chunk: int = 500) -> Iterator[OrgRow]:
+        """Every organization by name, read `chunk` at a time (the CSV streams them)."""
+        for organization in self.organizations.order_by("name", "pk").iterator(chunk_size=chunk):
+            yield self.row(organization)
+
+    @cached_property
+    def rows(self) -> list[OrgRow]:
+        """Every organization by name (the digest)."""
+        return list(self.iter_rows())
+
+    @cached_property
+    def count(self) -> int:
+        return self.organizations.order_by().values("pk").count()
 
     @property
     def idle_rows(self) -> list[OrgRow]:
@@ -332,17 +490,6 @@ class ProgramReport:
     @property
     def over_allocated_rows(self) -> list[OrgRow]:
         return [row for row in self.rows if row.figures.over_allocated]
-
-    @property
-    def billed_check(self) -> BilledCheck:
-        """The whole program's billed against computed running cost over the settled days."""
-        billed = [row.billed for row in self.rows if row.billed is not None]
-        return BilledCheck(
-            sum(billed) if billed else None,
-            sum(row.billed_computed for row in self.rows),
-            self.billed_through,
-            sum(row.unbilled_cost for row in self.rows),
-        )
 
     @property
     def capacity_cost(self) -> int:
@@ -376,33 +523,34 @@ def pool_capacity(pools: list[CapacityPool], period: Period, *, as_of: datetime)
     return offered
 
 
+def program_totals(
+    organizations: QuerySet[Organization], *, period: Period, through: date | None
+) -> tuple[Figures, BilledCheck]:
+    """The whole program's figures over the period, and its billed against computed running cost over the settled
+    days (the computed cost of the organizations billed then), in two aggregate queries."""
+    rows = in_period(UsageDay.objects.filter(organization__in=organizations), period).order_by()
+    if through is None:
+        totals = _figures(rows.aggregate(**ROW_SUMS, **accelerator_sums()))
+        return totals, BilledCheck(None, 0, None, totals.running_cost)
+    billed_rows = BilledCost.objects.filter(
+        organization__in=organizations, day__gte=period.first, day__lte=through
+    ).order_by()
+    billed_orgs = Q(day__lte=through, organization__in=billed_rows.values("organization"))
+    sums = rows.aggregate(**ROW_SUMS, **accelerator_sums(), settled=Sum("running_cost_micro_usd", filter=billed_orgs))
+    totals, computed = _figures(sums), sums["settled"] or 0
+    billed = billed_rows.aggregate(total=Sum("cost_micro_usd"))["total"]
+    return totals, BilledCheck(billed, computed, through, totals.running_cost - computed)
+
+
 def program_report(
     *, period: Period, organizations: QuerySet[Organization], program: Program | None, as_of: datetime | None = None
 ) -> ProgramReport:
+    """The program table of a period in a fixed number of queries, whatever the number of organizations: the
+    organizations' figures are read by whoever shows them (a page of the table, or all of them streamed)."""
     as_of = as_of or timezone.now()
-    orgs = list(organizations.order_by("name"))
-    rows = UsageDay.objects.filter(organization__in=orgs)
-    now = summed(in_period(rows, period), "organization_id")
-    previous_period = period.previous()
-    before = summed(in_period(rows, previous_period), "organization_id") if previous_period else {}
-    through, settled = billed_settled(organization_ids=[org.pk for org in orgs], period=period)
+    through = billed_settled_through(period)
     threshold = program.idle_threshold if program else Decimal("0.5")
-    report_rows, totals = [], Figures()
-    for org in orgs:
-        figures = now.get((org.pk,), Figures())
-        totals.add(figures)
-        ratio = figures.utilization
-        report_rows.append(
-            OrgRow(
-                organization=org,
-                figures=figures,
-                previous=before.get((org.pk,)) if previous_period else None,
-                billed=settled[org.pk][0] if org.pk in settled else None,
-                billed_computed=settled[org.pk][1] if org.pk in settled else 0,
-                billed_through=through,
-                idle=ratio is not None and ratio < threshold,
-            )
-        )
+    totals, billed = program_totals(organizations, period=period, through=through)
     pools = list(
         CapacityPool.objects.filter(program=program)
         .select_related("instance_type")
@@ -413,7 +561,16 @@ def program_report(
     offered = pool_capacity(pools, period, as_of=as_of)
     by_pool = summed(in_period(UsageDay.objects.filter(pool__in=pools), period), "pool_id")
     pool_rows = [PoolRow(pool, *offered[pool.pk], figures=by_pool.get((pool.pk,), Figures())) for pool in pools]
-    return ProgramReport(period, program, report_rows, totals, pool_rows, threshold, through)
+    return ProgramReport(
+        period=period,
+        program=program,
+        organizations=org_usage(organizations, period=period, through=through, threshold=threshold),
+        totals=totals,
+        pools=pool_rows,
+        threshold=threshold,
+        billed_through=through,
+        billed_check=billed,
+    )
 
 
 # --- Over time: weeks and days --------------------------------------------------------------------------------
