@@ -1,7 +1,7 @@
 """Usage as CSV: the program table of a period (streamed: thousands of organizations), and an organization's daily
 usage. The header is the first row, the period is in the file name and in the first two columns of every row,
-numbers are numbers (portal.exports); the figures are formatted by workloads.usage.formats and read from the same functions as the pages, so page and
-file agree to the cent."""
+numbers are numbers (portal.exports); the figures are formatted by workloads.usage.formats and read from the same
+functions as the pages, so page and file agree to the cent."""
 
 from __future__ import annotations
 
