@@ -42,23 +42,25 @@ class SortedTable(tables.Table):
 class DatabaseRows(TableData):
     """A table's rows as a queryset of figures annotated per row (no index serves them): a sort orders by the
     column's fields in the database, rows without a figure last either way, then by `tie_break`; a page is a LIMIT
-    and OFFSET; `count` says how many rows there are (a cheaper query than counting the annotated one); `record`
-    turns each row read into what the template draws. Without a sort the queryset's own order stands."""
+    and OFFSET; `count` says how many rows there are (a cheaper query than counting the annotated one); `records`
+    turns a slice of the queryset into what the template draws. Without a sort the queryset's own order stands."""
 
-    def __init__(self, queryset: QuerySet, *, record: Callable, count: Callable[[], int], tie_break=("pk",)):
+    def __init__(
+        self, queryset: QuerySet, *, records: Callable[[QuerySet], list], count: Callable[[], int], tie_break=("pk",)
+    ):
         super().__init__(queryset)
-        self.record, self.count, self.tie_break = record, count, tie_break
+        self.records, self.count, self.tie_break = records, count, tie_break
 
     def __len__(self) -> int:
         return self.count()
 
     def __getitem__(self, key):
         if isinstance(key, slice):
-            return [self.record(row) for row in self.data[key]]
-        return self.record(self.data[key])
+            return self.records(self.data[key])
+        return self.records(self.data[key : key + 1])[0]
 
     def __iter__(self):
-        return (self.record(row) for row in self.data)
+        return iter(self.records(self.data))
 
     def order_by(self, aliases) -> None:
         fields = []

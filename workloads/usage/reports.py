@@ -5,7 +5,7 @@ rows (never from the intervals) in a fixed number of queries whatever the length
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
@@ -17,7 +17,6 @@ from django.db.models import (
     F,
     FilteredRelation,
     FloatField,
-    Func,
     IntegerField,
     OuterRef,
     Q,
@@ -28,7 +27,7 @@ from django.db.models import (
     When,
 )
 from django.db.models.functions import Cast, TruncWeek
-from django.db.models.lookups import GreaterThan, LessThan
+from django.db.models.lookups import LessThan
 from django.utils import timezone
 
 from portal.periods import day_start
@@ -356,13 +355,18 @@ def fraction(value: Decimal) -> tuple[int, int]:
 
 
 def org_usage(
-    organizations: QuerySet[Organization], *, period: Period, through: date | None, threshold: Decimal
+    organizations: QuerySet[Organization],
+    *,
+    period: Period,
+    through: date | None,
+    threshold: Decimal,
+    billed_off: Iterable[int] = (),
 ) -> QuerySet[Organization]:
-    """Every organization with its figures over the period summed in the database — one grouped read, whatever the
-    number of organizations and days, so a page of 20 among 2,000 is sorted and cut there: ROW_SUMS and the
-    accelerator-time of the period, the previous period's allocated and running time (the change), what Cost
-    Explorer billed over the settled days (through `through`) and the running cost computed over the same days,
-    and the flags "needing attention" orders by. Ordered by attention (ATTENTION)."""
+    """Every organization with its figures over the period summed in the database, so a page of 20 among 2,000 is
+    sorted and cut there: ROW_SUMS of the period, the previous period's allocated and running time (the change),
+    what Cost Explorer billed over the settled days (through `through`, for the billed column's sort), and the flags
+    "needing attention" orders by (`billed_off`: the organizations whose BilledCheck is off); ordered by attention
+    (ATTENTION). All are aliases: a read computes only the sums its order needs; with_figures selects them."""
     previous = period.previous()
     now = Q(usage__day__gte=period.first)
     days = Q(usage_days__day__gte=previous.first if previous else period.first, usage_days__day__lte=period.last)
@@ -375,11 +379,8 @@ def org_usage(
         if previous
         else nothing,
     }
-    settled = {
-        "settled_running_cost": Sum("usage__running_cost_micro_usd", filter=now & Q(usage__day__lte=through))
-        if through
-        else nothing,
-        "billed": Subquery(
+    billed = (
+        Subquery(
             BilledCost.objects.filter(organization=OuterRef("pk"), day__gte=period.first, day__lte=through)
             .order_by()
             .values("organization")
@@ -387,26 +388,32 @@ def org_usage(
             .values("total")
         )
         if through
-        else nothing,
-    }
+        else nothing
+    )
     idle_p, idle_q = fraction(threshold)
-    off_p, off_q = fraction(BILLED_TOLERANCE)
-    gap = Func(F("billed") - F("settled_running_cost"), function="ABS")
     return (
         organizations.annotate(usage=FilteredRelation("usage_days", condition=days))
-        .annotate(**row_sums("usage__", now), **accelerator_sums("usage__", now), **before, **settled)
-        .annotate(
+        .alias(**row_sums("usage__", now), **before, billed=billed)
+        .alias(
             utilization=_ratio("running", "allocated"),
             change=_ratio("running", "allocated") - _ratio("previous_running", "previous_allocated"),
-            # Idle: running ÷ allocated under the threshold; billed apart: |billed − computed| over the tolerance of
-            # the computed — both as integers, exactly as Figures and BilledCheck say it.
+            # Idle: running ÷ allocated under the threshold, as integers, exactly as the rows' Decimals say it.
             is_idle=_flag(Q(allocated__gt=0) & LessThan(F("running") * idle_q, F("allocated") * idle_p)),
             is_over=_flag(Q(over_allocation__gt=0)),
-            is_billed_off=_flag(
-                Q(settled_running_cost__gt=0) & GreaterThan(gap * off_q, F("settled_running_cost") * off_p)
-            ),
+            is_billed_off=_flag(Q(pk__in=list(billed_off))),
         )
         .order_by(*ATTENTION)
+    )
+
+
+SELECTED = (*ROW_SUMS, "previous_allocated", "previous_running")
+
+
+def with_figures(organizations: QuerySet[Organization], *, period: Period) -> QuerySet[Organization]:
+    """org_usage's organizations with every figure a row shows selected, and their accelerator-time (a join to the
+    instance types the ranking does without)."""
+    return organizations.annotate(
+        **{name: F(name) for name in SELECTED}, **accelerator_sums("usage__", Q(usage__day__gte=period.first))
     )
 
 
@@ -436,20 +443,31 @@ ATTENTION = (
 
 @dataclass
 class ProgramReport:
-    """The program table of a period: `organizations` (org_usage, attention first) is read a page at a time by the
-    page, whole by the CSV (streamed) and the digest; `totals` are the whole program's."""
+    """The program table of a period. `ranked` (org_usage: every organization, attention first) is read a page at
+    a time by the page (`page_rows`), whole by the CSV (streamed) and the digest (`iter_rows`); `totals` are the
+    whole program's."""
 
     period: Period
     program: Program | None
-    organizations: QuerySet[Organization]
+    organizations: QuerySet[Organization]  # the ones the reader may see
+    ranked: QuerySet[Organization]
     totals: Figures
     pools: list[PoolRow]
     threshold: Decimal
     billed_through: date | None = None
-    billed_check: BilledCheck = field(default_factory=lambda: BilledCheck(None, 0))
+    settled: dict[int, tuple[int, int]] = field(default_factory=dict)  # billed_against_computed's
+
+    @property
+    def billed_check(self) -> BilledCheck:
+        """The whole program's billed against computed running cost over the settled days."""
+        if self.billed_through is None:
+            return BilledCheck(None, 0, None, self.totals.running_cost)
+        computed = sum(computed for _billed, computed in self.settled.values())
+        billed = sum(billed for billed, _computed in self.settled.values()) if self.settled else None
+        return BilledCheck(billed, computed, self.billed_through, self.totals.running_cost - computed)
 
     def row(self, organization: Organization) -> OrgRow:
-        """One organization of `organizations` as the table, the CSV and the digest show it."""
+        """One organization read through with_figures, as the table, the CSV and the digest show it."""
         values = vars(organization)
         figures = _figures(values)
         previous = (
@@ -457,21 +475,29 @@ class ProgramReport:
             if values["previous_allocated"] is None
             else Figures(allocated=values["previous_allocated"], running=values["previous_running"] or 0)
         )
-        billed = values["billed"]
+        billed, computed = self.settled.get(organization.pk, (None, 0))
         ratio = figures.utilization
         return OrgRow(
             organization=organization,
             figures=figures,
             previous=previous,
             billed=billed,
-            billed_computed=0 if billed is None else values["settled_running_cost"] or 0,
+            billed_computed=computed,
             billed_through=self.billed_through,
             idle=ratio is not None and ratio < self.threshold,
         )
 
+    def page_rows(self, ranked: QuerySet[Organization]) -> list[OrgRow]:
+        """The rows of a slice of `ranked` (sorted and cut in the database: only the ids come back), then the
+        figures of those organizations alone: two queries whatever the number of organizations."""
+        ids = list(ranked.values_list("pk", flat=True))
+        found = with_figures(self.ranked.filter(pk__in=ids), period=self.period).in_bulk()
+        return [self.row(found[pk]) for pk in ids]
+
     def iter_rows(self, *, chunk: int = 500) -> Iterator[OrgRow]:
         """Every organization by name, read `chunk` at a time (the CSV streams them)."""
-        for organization in self.organizations.order_by("name", "pk").iterator(chunk_size=chunk):
+        everyone = with_figures(self.ranked, period=self.period).order_by("name", "pk")
+        for organization in everyone.iterator(chunk_size=chunk):
             yield self.row(organization)
 
     @cached_property
@@ -481,7 +507,7 @@ class ProgramReport:
 
     @cached_property
     def count(self) -> int:
-        return self.organizations.order_by().values("pk").count()
+        return self.organizations.count()
 
     @property
     def idle_rows(self) -> list[OrgRow]:
@@ -523,34 +549,40 @@ def pool_capacity(pools: list[CapacityPool], period: Period, *, as_of: datetime)
     return offered
 
 
-def program_totals(
-    organizations: QuerySet[Organization], *, period: Period, through: date | None
-) -> tuple[Figures, BilledCheck]:
-    """The whole program's figures over the period, and its billed against computed running cost over the settled
-    days (the computed cost of the organizations billed then), in two aggregate queries."""
-    rows = in_period(UsageDay.objects.filter(organization__in=organizations), period).order_by()
-    if through is None:
-        totals = _figures(rows.aggregate(**ROW_SUMS, **accelerator_sums()))
-        return totals, BilledCheck(None, 0, None, totals.running_cost)
-    billed_rows = BilledCost.objects.filter(
-        organization__in=organizations, day__gte=period.first, day__lte=through
-    ).order_by()
-    billed_orgs = Q(day__lte=through, organization__in=billed_rows.values("organization"))
-    sums = rows.aggregate(**ROW_SUMS, **accelerator_sums(), settled=Sum("running_cost_micro_usd", filter=billed_orgs))
-    totals, computed = _figures(sums), sums["settled"] or 0
-    billed = billed_rows.aggregate(total=Sum("cost_micro_usd"))["total"]
-    return totals, BilledCheck(billed, computed, through, totals.running_cost - computed)
+def rows_of(model, organizations: QuerySet[Organization]) -> QuerySet:
+    """The model's rows of these organizations; all of them, with no subquery over every organization's id in each
+    sum, when `organizations` is every one (program staff, as TenantQuerySet.visible_to does)."""
+    if organizations.query.has_filters():
+        return model.objects.filter(organization__in=organizations)
+    return model.objects.all()
 
 
 def program_report(
     *, period: Period, organizations: QuerySet[Organization], program: Program | None, as_of: datetime | None = None
 ) -> ProgramReport:
     """The program table of a period in a fixed number of queries, whatever the number of organizations: the
-    organizations' figures are read by whoever shows them (a page of the table, or all of them streamed)."""
+    billed check of every organization over the settled days (two grouped reads, whose flags the ranking orders by),
+    the pools' figures (one grouped read, their sum the program's totals), and the organizations' figures, read by
+    whoever shows them (a page of the table, or all of them streamed)."""
     as_of = as_of or timezone.now()
     through = billed_settled_through(period)
     threshold = program.idle_threshold if program else Decimal("0.5")
-    totals, billed = program_totals(organizations, period=period, through=through)
+    settled = (
+        billed_against_computed(
+            billed_rows=rows_of(BilledCost, organizations),
+            usage_rows=rows_of(UsageDay, organizations),
+            first=period.first,
+            through=through,
+        )
+        if through
+        else {}
+    )
+    off = [org_id for org_id, (billed, computed) in settled.items() if BilledCheck(billed, computed).off]
+    # Per pool over the organizations the reader may see (program staff: every one), summed into the totals.
+    by_pool = summed(in_period(rows_of(UsageDay, organizations), period), "pool_id")
+    totals = Figures()
+    for figures in by_pool.values():
+        totals.add(figures)
     pools = list(
         CapacityPool.objects.filter(program=program)
         .select_related("instance_type")
@@ -559,17 +591,17 @@ def program_report(
         else []
     )
     offered = pool_capacity(pools, period, as_of=as_of)
-    by_pool = summed(in_period(UsageDay.objects.filter(pool__in=pools), period), "pool_id")
     pool_rows = [PoolRow(pool, *offered[pool.pk], figures=by_pool.get((pool.pk,), Figures())) for pool in pools]
     return ProgramReport(
         period=period,
         program=program,
-        organizations=org_usage(organizations, period=period, through=through, threshold=threshold),
+        organizations=organizations,
+        ranked=org_usage(organizations, period=period, through=through, threshold=threshold, billed_off=off),
         totals=totals,
         pools=pool_rows,
         threshold=threshold,
         billed_through=through,
-        billed_check=billed,
+        settled=settled,
     )
 
 

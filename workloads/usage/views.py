@@ -98,7 +98,7 @@ def program_usage(request):
     report = program_report(period=period, organizations=organizations, program=program)
     # Hundreds of organizations: sorted (attention first unless a header sorts) and cut to the page in the
     # database; only the page's rows are built (the totals are still the whole program's).
-    rows = DatabaseRows(report.organizations, record=report.row, count=lambda: report.count, tie_break=("name", "pk"))
+    rows = DatabaseRows(report.ranked, records=report.page_rows, count=lambda: report.count, tie_break=("name", "pk"))
     org_table = billed_through_unit(
         sort_table(request, OrgUsageTable(rows), per_page=USAGE_PAGE), billed_through=report.billed_through
     )
