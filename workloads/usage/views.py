@@ -127,17 +127,28 @@ def _cached_charts(report, program: Program | None, rows, *, shown: list, period
     a year of history as with a week."""
     if program is None:
         return ""
-    parts = (program.pk, program.starts_on, program.ends_on, today(), get_language(), UsageRevision.current())
-    parts += (period.query_string,)
+    revision = UsageRevision.current()
+    parts = (program.pk, program.starts_on, program.ends_on, today(), get_language(), revision, period.query_string)
     orgs = ",".join(str(row.organization.pk) for row in shown)
     key = "usage-charts:" + hashlib.sha256(f"{parts}|{report.count}|{orgs}".encode()).hexdigest()
     html = cache.get(key)
     if html is None:
-        html = render_to_string(
-            "workloads/usage/_program_charts.html", _program_charts(report, program, rows, shown=shown, period=period)
-        )
+        context = _program_charts(report, program, rows, shown=shown, period=period, revision=revision)
+        html = render_to_string("workloads/usage/_program_charts.html", context)
         cache.set(key, html, CHARTS_TTL)
     return html
+
+
+def _pool_weeks(rows, *, first, last, revision: int) -> dict:
+    """Every pool's weekly figures from the program's start (the pool lines, and the "other organizations" row):
+    the one read over every organization and day, kept per rollup generation and span, so another page or sort
+    of the table (its own charts) does not read it again."""
+    key = f"usage-pool-weeks:{revision}:{first}:{last}"
+    weeks = cache.get(key)
+    if weeks is None:
+        weeks = dict(weekly(rows, first=first, last=last, key="pool_id"))
+        cache.set(key, weeks, CHARTS_TTL)
+    return weeks
 
 
 def _minus(whole: Figures, part: Figures) -> Figures:
@@ -161,7 +172,7 @@ def _minus(whole: Figures, part: Figures) -> Figures:
     )
 
 
-def _program_charts(report, program: Program, rows, *, shown: list, period: Period) -> dict:
+def _program_charts(report, program: Program, rows, *, shown: list, period: Period, revision: int) -> dict:
     """The weekly charts run from the program's start to the chosen period's end (not past today), the period's
     weeks set apart; the cost chart is the chosen period's, from the table's own figures. The heatmap and the cost
     bars draw the organizations of the table's page one by one and every other organization as one row, so they
@@ -177,7 +188,7 @@ def _program_charts(report, program: Program, rows, *, shown: list, period: Peri
     weeks = charts.weeks_between(first, last)
     chosen = (period.first, period.last)
     by_org_week = weekly(rows.filter(organization_id__in=ids), first=first, last=last, key="organization_id")
-    by_pool_week = weekly(rows, first=first, last=last, key="pool_id")
+    by_pool_week = _pool_weeks(rows, first=first, last=last, revision=revision)
     bars = [(row, r.figures) for row, r in zip(org_rows, shown, strict=True)]
     heat_rows = org_rows
     others = report.count - len(shown)
