@@ -48,16 +48,11 @@ def week_figures(row: dict, prefix: str = "") -> Figures:
     return Figures(**{name: row[prefix + name] or 0 for name in WEEK_SUMS})
 
 
-@dataclass
-class OrgWeek:
-    """One organization's week: its figures (idle and over-allocation per pool and day, neither netted against the
-    other), and billed against computed cost over the days Cost Explorer has settled."""
+class IdleAndOver:
+    """Idle cost and over-allocation as the landing page names them, read from the `figures` (never computed
+    beside them)."""
 
-    organization_id: int
     figures: Figures
-    billed: BilledCheck | None = None
-    idle: bool = False
-    organization: Organization | None = None
 
     @property
     def idle_cost(self) -> int:
@@ -73,10 +68,22 @@ class OrgWeek:
 
 
 @dataclass
-class WeekGlance:
+class OrgWeek(IdleAndOver):
+    """One organization's week: its figures (idle and over-allocation per pool and day, neither netted against the
+    other), and billed against computed cost over the days Cost Explorer has settled."""
+
+    organization_id: int
+    figures: Figures
+    billed: BilledCheck | None = None
+    idle: bool = False
+    organization: Organization | None = None
+
+
+@dataclass
+class WeekGlance(IdleAndOver):
     period: Period
     rows: list[OrgWeek]  # the SHOWN needing attention most
-    total: Figures  # every organization's
+    figures: Figures  # every organization's
     organizations: int  # how many have usage rows in the week
     idle: int
     over_orgs: int
@@ -86,18 +93,6 @@ class WeekGlance:
     @property
     def more(self) -> int:
         return max(self.organizations - len(self.rows), 0)
-
-    @property
-    def idle_cost(self) -> int:
-        return self.total.idle_cost
-
-    @property
-    def over(self) -> int:
-        return self.total.over_allocation
-
-    @property
-    def over_cost(self) -> int:
-        return self.total.over_allocation_cost
 
 
 def per_org_week(rows, *, threshold: Decimal):
@@ -158,7 +153,7 @@ def week_glance(*, period: Period, usage_rows, billed_rows, threshold: Decimal) 
     return WeekGlance(
         period=period,
         rows=shown,
-        total=week_figures(counts, prefix="all_"),
+        figures=week_figures(counts, prefix="all_"),
         organizations=counts["all_organizations"] or 0,
         idle=counts["all_idle"] or 0,
         over_orgs=counts["all_over_orgs"] or 0,
