@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from datetime import date, datetime
 from decimal import Decimal
 
-from django.http import HttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from django.utils import timezone
 
 BOM = "\ufeff"
@@ -53,11 +53,35 @@ class CsvWriter:
             self.writerow(row)
 
 
+def _attachment(response: HttpResponse | StreamingHttpResponse, name: str):
+    stamp = timezone.localtime().strftime("%Y%m%d-%H%M")
+    response["Content-Disposition"] = f'attachment; filename="{name}-{stamp}.csv"'
+    return response
+
+
 def csv_response(name: str) -> tuple[HttpResponse, CsvWriter]:
     """An attachment `<name>-<YYYYmmdd-HHMM>.csv` (program time), its byte-order mark written, and a writer into
     it. Put the period a file covers in `name` (e.g. usage-2027-W10)."""
-    response = HttpResponse(content_type="text/csv; charset=utf-8")
-    stamp = timezone.localtime().strftime("%Y%m%d-%H%M")
-    response["Content-Disposition"] = f'attachment; filename="{name}-{stamp}.csv"'
+    response = _attachment(HttpResponse(content_type="text/csv; charset=utf-8"), name)
     response.write(BOM)
     return response, CsvWriter(response)
+
+
+class _Line:
+    """What csv.writer writes into when each line is sent as it is made: the line itself."""
+
+    def write(self, line: str) -> str:
+        return line
+
+
+def csv_stream(name: str, header: list[str], rows: Iterable[Iterable]) -> StreamingHttpResponse:
+    """The same file as csv_response's, sent line by line as `rows` yields them: a file of thousands of rows is
+    never held whole in memory, and its first bytes leave before its last rows are read."""
+    writer = csv.writer(_Line())
+
+    def lines():
+        yield BOM + writer.writerow(header)
+        for row in rows:
+            yield writer.writerow([csv_cell(value) for value in row])
+
+    return _attachment(StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8"), name)

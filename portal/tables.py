@@ -7,13 +7,19 @@ the sort in the URL, as the workload and support lists do.
 
 A queryset column is sortable only where an index starts with its fields (tests/tenants/test_indexes.py reads the
 tables' columns), so a page of 50 never sorts a whole table; a list of a few hundred rows computed per request
-(an organization's figures) sorts by any column.
+(an organization's figures) sorts by any column. Figures summed per row in SQL (thousands of organizations' usage)
+are `DatabaseRows`: sorted and cut to the page in the database, only the page's rows built in Python.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import django_tables2 as tables
 from django.core.paginator import Paginator
+from django.db.models import F, QuerySet
+from django_tables2.data import TableData
+from django_tables2.utils import OrderBy
 
 
 class Column(tables.Column):
@@ -31,6 +37,42 @@ class SortedTable(tables.Table):
         order_by_field = "sort"
         page_field = "page"
         per_page_field = None  # never taken from the URL: a page's size is the view's
+
+
+class DatabaseRows(TableData):
+    """A table's rows as a queryset of figures annotated per row (no index serves them): a sort orders by the
+    column's fields in the database, rows without a figure last either way, then by `tie_break`; a page is a LIMIT
+    and OFFSET; `count` says how many rows there are (a cheaper query than counting the annotated one); `records`
+    turns a slice of the queryset into what the template draws. Without a sort the queryset's own order stands."""
+
+    def __init__(
+        self, queryset: QuerySet, *, records: Callable[[QuerySet], list], count: Callable[[], int], tie_break=("pk",)
+    ):
+        super().__init__(queryset)
+        self.records, self.count, self.tie_break = records, count, tie_break
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            return self.records(self.data[key])
+        return self.records(self.data[key : key + 1])[0]
+
+    def __iter__(self):
+        return iter(self.records(self.data))
+
+    def order_by(self, aliases) -> None:
+        fields = []
+        for alias in aliases:
+            column = self.table.columns[OrderBy(alias).bare]
+            # As django-tables2 reads it: the column's fields, the other way round when the alias says so.
+            accessors = column.order_by if alias[0] == column.order_by_alias[0] else column.order_by.opposite
+            for accessor in accessors:
+                field = F(accessor.bare.replace(".", "__"))
+                fields.append(field.desc(nulls_last=True) if accessor.is_descending else field.asc(nulls_last=True))
+        if fields:
+            self.data = self.data.order_by(*fields, *self.tie_break)
 
 
 def sort_table(request, table: SortedTable, *, per_page: int | None = None) -> SortedTable:

@@ -45,7 +45,7 @@ def alpha_client(client, org_a):
 
 
 def rows_of(response) -> list[list[str]]:
-    text = response.content.decode("utf-8")
+    text = response.getvalue().decode("utf-8")  # the program CSV is streamed
     assert text.startswith("\ufeff"), "Excel needs the byte-order mark to read Japanese names"
     return list(csv.reader(io.StringIO(text.lstrip("\ufeff"))))
 

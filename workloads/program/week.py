@@ -39,31 +39,53 @@ ENDING_DAYS = 14
 PROJECTED_CANDIDATES = LISTED  # projected exactly (allocation_use loops over their days), the least used first
 
 
+# The figures the week shows, summed per organization (and over every one) through the usage definitions.
+WEEK_SUMS = ("allocated", "running", "allocated_cost", "running_cost", "idle_cost", "over_allocation",
+             "over_allocation_cost")  # fmt: skip
+
+
+def week_figures(row: dict, prefix: str = "") -> Figures:
+    return Figures(**{name: row[prefix + name] or 0 for name in WEEK_SUMS})
+
+
+class IdleAndOver:
+    """Idle cost and over-allocation as the landing page names them, read from the `figures` (never computed
+    beside them)."""
+
+    figures: Figures
+
+    @property
+    def idle_cost(self) -> int:
+        return self.figures.idle_cost
+
+    @property
+    def over(self) -> int:
+        return self.figures.over_allocation
+
+    @property
+    def over_cost(self) -> int:
+        return self.figures.over_allocation_cost
+
+
 @dataclass
-class OrgWeek:
-    """One organization's week: its figures, idle and over-allocation per pool and day (neither netted against the
+class OrgWeek(IdleAndOver):
+    """One organization's week: its figures (idle and over-allocation per pool and day, neither netted against the
     other), and billed against computed cost over the days Cost Explorer has settled."""
 
     organization_id: int
     figures: Figures
-    idle_cost: int = 0  # micro-USD: per pool and day max(allocated − running, 0), summed
-    over: int = 0  # instance-microseconds run beyond the allocation, per pool and day, summed
-    over_cost: int = 0  # micro-USD
     billed: BilledCheck | None = None
     idle: bool = False
     organization: Organization | None = None
 
 
 @dataclass
-class WeekGlance:
+class WeekGlance(IdleAndOver):
     period: Period
     rows: list[OrgWeek]  # the SHOWN needing attention most
-    total: Figures
-    idle_cost: int
+    figures: Figures  # every organization's
     organizations: int  # how many have usage rows in the week
     idle: int
-    over: int  # instance-microseconds, all organizations
-    over_cost: int
     over_orgs: int
     billed_off: int  # organizations whose billed cost differs over the settled days
     settled_through: date | None  # the last day Cost Explorer has billed in the week
@@ -77,15 +99,7 @@ def per_org_week(rows, *, threshold: Decimal):
     """The week's rows grouped per organization through the usage definitions (ROW_SUMS: idle and over-allocation
     per pool and day, floored, then summed; neither netted against the other), with the flags the page orders by —
     in the database, so ranking 2,000 organizations returns a dozen rows and counting them one row."""
-    grouped = rows.values("organization_id").annotate(
-        allocated=ROW_SUMS["allocated"],
-        running=ROW_SUMS["running"],
-        allocated_cost=ROW_SUMS["allocated_cost"],
-        running_cost=ROW_SUMS["running_cost"],
-        idle_cost=ROW_SUMS["idle_cost"],
-        over=ROW_SUMS["over_allocation"],
-        over_cost=ROW_SUMS["over_allocation_cost"],
-    )
+    grouped = rows.values("organization_id").annotate(**{name: ROW_SUMS[name] for name in WEEK_SUMS})
     return grouped.annotate(
         ratio=Case(
             When(allocated__gt=0, then=Cast("running", FloatField()) / Cast("allocated", FloatField())),
@@ -93,7 +107,7 @@ def per_org_week(rows, *, threshold: Decimal):
             output_field=FloatField(),
         ),
         is_idle=Case(When(ratio__lt=float(threshold), then=Value(1)), default=Value(0)),
-        is_over=Case(When(over__gt=0, then=Value(1)), default=Value(0)),
+        is_over=Case(When(over_allocation__gt=0, then=Value(1)), default=Value(0)),
     )
 
 
@@ -110,7 +124,7 @@ def week_glance(*, period: Period, usage_rows, billed_rows, threshold: Decimal) 
             F("is_idle").desc(),
             F("is_over").desc(),
             F("ratio").asc(nulls_last=True),
-            F("over_cost").desc(),
+            F("over_allocation_cost").desc(),
             "organization_id",
         )[:SHOWN]
     )
@@ -124,15 +138,7 @@ def week_glance(*, period: Period, usage_rows, billed_rows, threshold: Decimal) 
     shown = [
         OrgWeek(
             row["organization_id"],
-            Figures(
-                allocated=row["allocated"] or 0,
-                running=row["running"] or 0,
-                allocated_cost=row["allocated_cost"] or 0,
-                running_cost=row["running_cost"] or 0,
-            ),
-            idle_cost=row["idle_cost"] or 0,
-            over=row["over"] or 0,
-            over_cost=row["over_cost"] or 0,
+            week_figures(row),
             billed=checks.get(row["organization_id"]),
             idle=bool(row["is_idle"]),
         )
@@ -142,28 +148,14 @@ def week_glance(*, period: Period, usage_rows, billed_rows, threshold: Decimal) 
         all_organizations=Count("organization_id"),
         all_idle=Sum("is_idle"),
         all_over_orgs=Sum("is_over"),
-        all_allocated=Sum("allocated"),
-        all_running=Sum("running"),
-        all_allocated_cost=Sum("allocated_cost"),
-        all_running_cost=Sum("running_cost"),
-        all_idle_cost=Sum("idle_cost"),
-        all_over=Sum("over"),
-        all_over_cost=Sum("over_cost"),
+        **{f"all_{name}": Sum(name) for name in WEEK_SUMS},
     )
     return WeekGlance(
         period=period,
         rows=shown,
-        total=Figures(
-            allocated=counts["all_allocated"] or 0,
-            running=counts["all_running"] or 0,
-            allocated_cost=counts["all_allocated_cost"] or 0,
-            running_cost=counts["all_running_cost"] or 0,
-        ),
-        idle_cost=counts["all_idle_cost"] or 0,
+        figures=week_figures(counts, prefix="all_"),
         organizations=counts["all_organizations"] or 0,
         idle=counts["all_idle"] or 0,
-        over=counts["all_over"] or 0,
-        over_cost=counts["all_over_cost"] or 0,
         over_orgs=counts["all_over_orgs"] or 0,
         billed_off=sum(1 for check in checks.values() if check.off),
         settled_through=settled,

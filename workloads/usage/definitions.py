@@ -30,7 +30,7 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal
 
-from django.db.models import F, Sum, Value
+from django.db.models import F, Q, Sum, Value
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
@@ -115,21 +115,30 @@ def over_allocation_microseconds(*, allocated: int, running: int) -> int:
     return max(running - allocated, 0)
 
 
-def _floored(minuend: str, subtrahend: str) -> Sum:
-    return Sum(Greatest(F(minuend) - F(subtrahend), Value(0)))
+def row_sums(prefix: str = "", filter: Q | None = None) -> dict[str, Sum]:
+    """The definitions as SQL aggregates over UsageDay rows — reached through `prefix` (e.g. "usage__" from an
+    organization) and only those matching `filter` —: each row is floored before the sum, so an organization-week,
+    a pool or the program adds up the daily figures and never nets one row against another."""
+
+    def total(name: str) -> Sum:
+        return Sum(F(prefix + name), filter=filter)
+
+    def floored(minuend: str, subtrahend: str) -> Sum:
+        return Sum(Greatest(F(prefix + minuend) - F(prefix + subtrahend), Value(0)), filter=filter)
+
+    return {
+        "allocated": total("allocated_microseconds"),
+        "running": total("running_microseconds"),
+        "busy": total("busy_accelerator_microseconds"),
+        "allocated_cost": total("allocated_cost_micro_usd"),
+        "running_cost": total("running_cost_micro_usd"),
+        "idle": floored("allocated_microseconds", "running_microseconds"),
+        "idle_cost": floored("allocated_cost_micro_usd", "running_cost_micro_usd"),
+        "over_allocation": floored("running_microseconds", "allocated_microseconds"),
+        "over_allocation_cost": floored("running_cost_micro_usd", "allocated_cost_micro_usd"),
+    }
 
 
-# The same definitions as SQL aggregates over UsageDay rows: each row is floored before the sum, so an
-# organization-week, a pool or the program adds up the daily figures and never nets one row against another.
-# Every reader (pages, CSV, API, digest, weekly review) sums through ROW_SUMS.
-ROW_SUMS = {
-    "allocated": Sum("allocated_microseconds"),
-    "running": Sum("running_microseconds"),
-    "busy": Sum("busy_accelerator_microseconds"),
-    "allocated_cost": Sum("allocated_cost_micro_usd"),
-    "running_cost": Sum("running_cost_micro_usd"),
-    "idle": _floored("allocated_microseconds", "running_microseconds"),
-    "idle_cost": _floored("allocated_cost_micro_usd", "running_cost_micro_usd"),
-    "over_allocation": _floored("running_microseconds", "allocated_microseconds"),
-    "over_allocation_cost": _floored("running_cost_micro_usd", "allocated_cost_micro_usd"),
-}
+# Every reader (pages, CSV, API, digest, weekly review) sums through ROW_SUMS (or row_sums, for rows reached
+# through a relation or filtered).
+ROW_SUMS = row_sums()

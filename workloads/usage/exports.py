@@ -1,11 +1,11 @@
-"""Usage as CSV: the program table of a period, and an organization's daily usage. The header is the first row,
-the period is in the file name and in the first two columns of every row, numbers are numbers (portal.exports);
-the figures are formatted by workloads.usage.formats and read from the same functions as the pages, so page and
-file agree to the cent."""
+"""Usage as CSV: the program table of a period (streamed: thousands of organizations), and an organization's daily
+usage. The header is the first row, the period is in the file name and in the first two columns of every row,
+numbers are numbers (portal.exports); the figures are formatted by workloads.usage.formats and read from the same
+functions as the pages, so page and file agree to the cent."""
 
 from __future__ import annotations
 
-from portal.exports import csv_response
+from portal.exports import csv_response, csv_stream
 from workloads.usage.definitions import ROW_SUMS, usd, utilization
 from workloads.usage.formats import hours_value, local_value, percent_value
 from workloads.usage.models import UsageDay
@@ -18,24 +18,23 @@ def _money(micro_usd: int | None):
 
 
 def program_csv(report: ProgramReport):
+    """Every organization (by name), streamed as the rows are read."""
     currency = (report.program.currency if report.program else "local").lower()
     period = report.period
-    response, writer = csv_response(f"usage-{period.file_label}")
-    writer.writerow(
-        [
-            "period_start", "period_end", "organization", "organization_name", "allocated_instance_hours",
-            "running_instance_hours", "utilization_percent", "allocated_accelerator_hours", "running_accelerator_hours",
-            "allocated_cost_usd", "running_cost_usd", "idle_cost_usd", f"allocated_cost_{currency}",
-            f"running_cost_{currency}", f"idle_cost_{currency}", "billed_cost_usd", "utilization_change_points",
-            "idle", "busy_accelerator_hours", "idle_instance_hours", "over_allocation_instance_hours",
-            "over_allocation_cost_usd", "billed_through", "billed_computed_cost_usd", "billed_gap_percent",
-            "not_yet_billed_cost_usd",
-        ]
-    )  # fmt: skip
-    for row in report.rows:
-        f, check = row.figures, row.billed_check
-        writer.writerow(
-            (
+    header = [
+        "period_start", "period_end", "organization", "organization_name", "allocated_instance_hours",
+        "running_instance_hours", "utilization_percent", "allocated_accelerator_hours", "running_accelerator_hours",
+        "allocated_cost_usd", "running_cost_usd", "idle_cost_usd", f"allocated_cost_{currency}",
+        f"running_cost_{currency}", f"idle_cost_{currency}", "billed_cost_usd", "utilization_change_points",
+        "idle", "busy_accelerator_hours", "idle_instance_hours", "over_allocation_instance_hours",
+        "over_allocation_cost_usd", "billed_through", "billed_computed_cost_usd", "billed_gap_percent",
+        "not_yet_billed_cost_usd",
+    ]  # fmt: skip
+
+    def rows():
+        for row in report.iter_rows():
+            f, check = row.figures, row.billed_check
+            yield (
                 period.first, period.last, row.organization.slug, row.organization.name, hours_value(f.allocated),
                 hours_value(f.running), percent_value(f.utilization), hours_value(f.allocated_accelerators),
                 hours_value(f.running_accelerators), _money(f.allocated_cost), _money(f.running_cost),
@@ -46,9 +45,9 @@ def program_csv(report: ProgramReport):
                 _money(f.over_allocation_cost), check.through,
                 None if row.billed is None else _money(check.computed), percent_value(check.gap),
                 _money(check.unbilled),
-            )
-        )  # fmt: skip
-    return response
+            )  # fmt: skip
+
+    return csv_stream(f"usage-{period.file_label}", header, rows())
 
 
 def org_daily_csv(organization, period: Period, program):

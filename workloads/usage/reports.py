@@ -5,12 +5,29 @@ rows (never from the intervals) in a fixed number of queries whatever the length
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
+from functools import cached_property
 
-from django.db.models import F, Q, QuerySet, Sum
-from django.db.models.functions import TruncWeek
+from django.db.models import (
+    BigIntegerField,
+    Case,
+    F,
+    FilteredRelation,
+    FloatField,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+    When,
+)
+from django.db.models.functions import Cast, TruncWeek
+from django.db.models.lookups import LessThan
 from django.utils import timezone
 
 from portal.periods import day_start
@@ -25,6 +42,7 @@ from workloads.usage.definitions import (
     days_between,
     hours,
     overlap,
+    row_sums,
     usd,
     utilization,
 )
@@ -138,13 +156,29 @@ class Figures(InstanceTime):
         return usd(self.over_allocation_cost)
 
 
-def _figures(row: dict) -> Figures:
-    per_instance = row["accelerators"]
+def accelerator_sums(prefix: str = "", filter: Q | None = None) -> dict[str, Sum]:
+    """Accelerator-time summed across instance types (each row's instance-time × its type's accelerators), for
+    sums not grouped by instance type; `prefix` and `filter` as in definitions.row_sums."""
+    per_instance = F(prefix + "pool__instance_type__accelerators_per_instance")
+    return {
+        "allocated_accelerators": Sum(F(prefix + "allocated_microseconds") * per_instance, filter=filter),
+        "running_accelerators": Sum(F(prefix + "running_microseconds") * per_instance, filter=filter),
+    }
+
+
+def _figures(row: Mapping) -> Figures:
+    """The Figures of one grouped row of ROW_SUMS: grouped by instance type (its `accelerators` per instance), or
+    with accelerator-time summed across types (accelerator_sums)."""
+    allocated, running = row["allocated"] or 0, row["running"] or 0
+    if "accelerators" in row:
+        allocated_accelerators, running_accelerators = allocated * row["accelerators"], running * row["accelerators"]
+    else:
+        allocated_accelerators, running_accelerators = row["allocated_accelerators"], row["running_accelerators"]
     return Figures(
-        allocated=row["allocated"] or 0,
-        running=row["running"] or 0,
-        allocated_accelerators=(row["allocated"] or 0) * per_instance,
-        running_accelerators=(row["running"] or 0) * per_instance,
+        allocated=allocated,
+        running=running,
+        allocated_accelerators=allocated_accelerators or 0,
+        running_accelerators=running_accelerators or 0,
         busy_accelerators=row["busy"],
         allocated_cost=row["allocated_cost"] or 0,
         running_cost=row["running_cost"] or 0,
@@ -315,15 +349,165 @@ class PoolRow:
         return hours(self.unallocated)
 
 
+def fraction(value: Decimal) -> tuple[int, int]:
+    """A threshold as numerator and denominator, so SQL compares integers exactly (as the pages' Decimals do)."""
+    return value.as_integer_ratio()
+
+
+def org_usage(
+    organizations: QuerySet[Organization],
+    *,
+    period: Period,
+    through: date | None,
+    threshold: Decimal,
+    billed_off: Iterable[int] = (),
+) -> QuerySet[Organization]:
+    """Every organization with its figures over the period summed in the database, so a page of 20 among 2,000 is
+    sorted and cut there: ROW_SUMS of the period, the previous period's allocated and running time (the change),
+    what Cost Explorer billed over the settled days (through `through`, for the billed column's sort), and the flags
+    "needing attention" orders by (`billed_off`: the organizations whose BilledCheck is off); ordered by attention
+    (ATTENTION). All are aliases: a read computes only the sums its order needs; with_figures selects them."""
+    previous = period.previous()
+    now = Q(usage__day__gte=period.first)
+    days = Q(usage_days__day__gte=previous.first if previous else period.first, usage_days__day__lte=period.last)
+    nothing = Cast(Value(None), BigIntegerField())  # typed, so SQL can subtract it
+    before = {
+        "previous_allocated": Sum("usage__allocated_microseconds", filter=Q(usage__day__lte=previous.last))
+        if previous
+        else nothing,
+        "previous_running": Sum("usage__running_microseconds", filter=Q(usage__day__lte=previous.last))
+        if previous
+        else nothing,
+    }
+    billed = (
+        Subquery(
+            BilledCost.objects.filter(organization=OuterRef("pk"), day__gte=period.first, day__lte=through)
+            .order_by()
+            .values("organization")
+            .annotate(total=Sum("cost_micro_usd"))
+            .values("total")
+        )
+        if through
+        else nothing
+    )
+    idle_p, idle_q = fraction(threshold)
+    return (
+        organizations.annotate(usage=FilteredRelation("usage_days", condition=days))
+        .alias(**row_sums("usage__", now), **before, billed=billed)
+        .alias(
+            utilization=_ratio("running", "allocated"),
+            change=_ratio("running", "allocated") - _ratio("previous_running", "previous_allocated"),
+            # Idle: running ÷ allocated under the threshold, as integers, exactly as the rows' Decimals say it.
+            is_idle=_flag(Q(allocated__gt=0) & LessThan(F("running") * idle_q, F("allocated") * idle_p)),
+            is_over=_flag(Q(over_allocation__gt=0)),
+            is_billed_off=_flag(Q(pk__in=list(billed_off))),
+        )
+        .order_by(*ATTENTION)
+    )
+
+
+SELECTED = (*ROW_SUMS, "previous_allocated", "previous_running")
+
+
+def with_figures(organizations: QuerySet[Organization], *, period: Period) -> QuerySet[Organization]:
+    """org_usage's organizations with every figure a row shows selected, and their accelerator-time (a join to the
+    instance types the ranking does without)."""
+    return organizations.annotate(
+        **{name: F(name) for name in SELECTED}, **accelerator_sums("usage__", Q(usage__day__gte=period.first))
+    )
+
+
+def _ratio(numerator: str, denominator: str) -> Case:
+    return Case(
+        When(**{f"{denominator}__gt": 0}, then=Cast(numerator, FloatField()) / Cast(denominator, FloatField())),
+        default=Value(None),
+        output_field=FloatField(),
+    )
+
+
+def _flag(condition) -> Case:
+    return Case(When(condition, then=Value(1)), default=Value(0), output_field=IntegerField())
+
+
+# The organizations needing attention first: idle, then running beyond an allocation, then billed apart from the
+# computed cost, then the least used; those with nothing allocated last; by name within each.
+ATTENTION = (
+    F("is_idle").desc(),
+    F("is_over").desc(),
+    F("is_billed_off").desc(),
+    F("utilization").asc(nulls_last=True),
+    "name",
+    "pk",
+)
+
+
 @dataclass
 class ProgramReport:
+    """The program table of a period. `ranked` (org_usage: every organization, attention first) is read a page at
+    a time by the page (`page_rows`), whole by the CSV (streamed) and the digest (`iter_rows`); `totals` are the
+    whole program's."""
+
     period: Period
     program: Program | None
-    rows: list[OrgRow]
+    organizations: QuerySet[Organization]  # the ones the reader may see
+    ranked: QuerySet[Organization]
     totals: Figures
     pools: list[PoolRow]
     threshold: Decimal
     billed_through: date | None = None
+    settled: dict[int, tuple[int, int]] = field(default_factory=dict)  # billed_against_computed's
+
+    @property
+    def billed_check(self) -> BilledCheck:
+        """The whole program's billed against computed running cost over the settled days."""
+        if self.billed_through is None:
+            return BilledCheck(None, 0, None, self.totals.running_cost)
+        computed = sum(computed for _billed, computed in self.settled.values())
+        billed = sum(billed for billed, _computed in self.settled.values()) if self.settled else None
+        return BilledCheck(billed, computed, self.billed_through, self.totals.running_cost - computed)
+
+    def row(self, organization: Organization) -> OrgRow:
+        """One organization read through with_figures, as the table, the CSV and the digest show it."""
+        values = vars(organization)
+        figures = _figures(values)
+        previous = (
+            None
+            if values["previous_allocated"] is None
+            else Figures(allocated=values["previous_allocated"], running=values["previous_running"] or 0)
+        )
+        billed, computed = self.settled.get(organization.pk, (None, 0))
+        ratio = figures.utilization
+        return OrgRow(
+            organization=organization,
+            figures=figures,
+            previous=previous,
+            billed=billed,
+            billed_computed=computed,
+            billed_through=self.billed_through,
+            idle=ratio is not None and ratio < self.threshold,
+        )
+
+    def page_rows(self, ranked: QuerySet[Organization]) -> list[OrgRow]:
+        """The rows of a slice of `ranked` (sorted and cut in the database: only the ids come back), then the
+        figures of those organizations alone: two queries whatever the number of organizations."""
+        ids = list(ranked.values_list("pk", flat=True))
+        found = with_figures(self.ranked.filter(pk__in=ids), period=self.period).in_bulk()
+        return [self.row(found[pk]) for pk in ids]
+
+    def iter_rows(self, *, chunk: int = 500) -> Iterator[OrgRow]:
+        """Every organization by name, read `chunk` at a time (the CSV streams them)."""
+        everyone = with_figures(self.ranked, period=self.period).order_by("name", "pk")
+        for organization in everyone.iterator(chunk_size=chunk):
+            yield self.row(organization)
+
+    @cached_property
+    def rows(self) -> list[OrgRow]:
+        """Every organization by name (the digest)."""
+        return list(self.iter_rows())
+
+    @cached_property
+    def count(self) -> int:
+        return self.organizations.count()
 
     @property
     def idle_rows(self) -> list[OrgRow]:
@@ -332,17 +516,6 @@ class ProgramReport:
     @property
     def over_allocated_rows(self) -> list[OrgRow]:
         return [row for row in self.rows if row.figures.over_allocated]
-
-    @property
-    def billed_check(self) -> BilledCheck:
-        """The whole program's billed against computed running cost over the settled days."""
-        billed = [row.billed for row in self.rows if row.billed is not None]
-        return BilledCheck(
-            sum(billed) if billed else None,
-            sum(row.billed_computed for row in self.rows),
-            self.billed_through,
-            sum(row.unbilled_cost for row in self.rows),
-        )
 
     @property
     def capacity_cost(self) -> int:
@@ -376,33 +549,40 @@ def pool_capacity(pools: list[CapacityPool], period: Period, *, as_of: datetime)
     return offered
 
 
+def rows_of(model, organizations: QuerySet[Organization]) -> QuerySet:
+    """The model's rows of these organizations; all of them, with no subquery over every organization's id in each
+    sum, when `organizations` is every one (program staff, as TenantQuerySet.visible_to does)."""
+    if organizations.query.has_filters():
+        return model.objects.filter(organization__in=organizations)
+    return model.objects.all()
+
+
 def program_report(
     *, period: Period, organizations: QuerySet[Organization], program: Program | None, as_of: datetime | None = None
 ) -> ProgramReport:
+    """The program table of a period in a fixed number of queries, whatever the number of organizations: the
+    billed check of every organization over the settled days (two grouped reads, whose flags the ranking orders by),
+    the pools' figures (one grouped read, their sum the program's totals), and the organizations' figures, read by
+    whoever shows them (a page of the table, or all of them streamed)."""
     as_of = as_of or timezone.now()
-    orgs = list(organizations.order_by("name"))
-    rows = UsageDay.objects.filter(organization__in=orgs)
-    now = summed(in_period(rows, period), "organization_id")
-    previous_period = period.previous()
-    before = summed(in_period(rows, previous_period), "organization_id") if previous_period else {}
-    through, settled = billed_settled(organization_ids=[org.pk for org in orgs], period=period)
+    through = billed_settled_through(period)
     threshold = program.idle_threshold if program else Decimal("0.5")
-    report_rows, totals = [], Figures()
-    for org in orgs:
-        figures = now.get((org.pk,), Figures())
-        totals.add(figures)
-        ratio = figures.utilization
-        report_rows.append(
-            OrgRow(
-                organization=org,
-                figures=figures,
-                previous=before.get((org.pk,)) if previous_period else None,
-                billed=settled[org.pk][0] if org.pk in settled else None,
-                billed_computed=settled[org.pk][1] if org.pk in settled else 0,
-                billed_through=through,
-                idle=ratio is not None and ratio < threshold,
-            )
+    settled = (
+        billed_against_computed(
+            billed_rows=rows_of(BilledCost, organizations),
+            usage_rows=rows_of(UsageDay, organizations),
+            first=period.first,
+            through=through,
         )
+        if through
+        else {}
+    )
+    off = [org_id for org_id, (billed, computed) in settled.items() if BilledCheck(billed, computed).off]
+    # Per pool over the organizations the reader may see (program staff: every one), summed into the totals.
+    by_pool = summed(in_period(rows_of(UsageDay, organizations), period), "pool_id")
+    totals = Figures()
+    for figures in by_pool.values():
+        totals.add(figures)
     pools = list(
         CapacityPool.objects.filter(program=program)
         .select_related("instance_type")
@@ -411,9 +591,18 @@ def program_report(
         else []
     )
     offered = pool_capacity(pools, period, as_of=as_of)
-    by_pool = summed(in_period(UsageDay.objects.filter(pool__in=pools), period), "pool_id")
     pool_rows = [PoolRow(pool, *offered[pool.pk], figures=by_pool.get((pool.pk,), Figures())) for pool in pools]
-    return ProgramReport(period, program, report_rows, totals, pool_rows, threshold, through)
+    return ProgramReport(
+        period=period,
+        program=program,
+        organizations=organizations,
+        ranked=org_usage(organizations, period=period, through=through, threshold=threshold, billed_off=off),
+        totals=totals,
+        pools=pool_rows,
+        threshold=threshold,
+        billed_through=through,
+        settled=settled,
+    )
 
 
 # --- Over time: weeks and days --------------------------------------------------------------------------------

@@ -49,6 +49,20 @@ class UsageQuerySerializer(serializers.Serializer):
         return attrs
 
 
+def _hours(help_text: str, *, null: bool = False) -> serializers.DecimalField:
+    """Instance- or accelerator-hours as every usage row reads them: to a tenth of an hour."""
+    return serializers.DecimalField(
+        read_only=True, max_digits=20, decimal_places=1, allow_null=null, help_text=help_text
+    )
+
+
+def _usd(help_text: str, *, null: bool = False) -> serializers.DecimalField:
+    """US dollars as every usage row reads them: to the cent."""
+    return serializers.DecimalField(
+        read_only=True, max_digits=20, decimal_places=2, allow_null=null, help_text=help_text
+    )
+
+
 class UsageRowSerializer(api.Serializer):
     organization = serializers.CharField(read_only=True, help_text="Slug of the organization the row counts.")
     instance_type = serializers.CharField(read_only=True, help_text="EC2 instance type of the pool, e.g. p5.48xlarge.")
@@ -58,17 +72,9 @@ class UsageRowSerializer(api.Serializer):
         read_only=True, help_text="The day, or the first day of the week (Monday) or month."
     )
     period_end = serializers.DateField(read_only=True, help_text="The last day covered, inclusive.")
-    allocated_instance_hours = serializers.DecimalField(
-        read_only=True,
-        max_digits=20,
-        decimal_places=1,
-        help_text="Instance-hours the organization's allocations of the pool held in the period.",
-    )
-    running_instance_hours = serializers.DecimalField(
-        read_only=True,
-        max_digits=20,
-        decimal_places=1,
-        help_text="Instance-hours the organization's nodes of the pool's type and region ran in the period.",
+    allocated_instance_hours = _hours("Instance-hours the organization's allocations of the pool held in the period.")
+    running_instance_hours = _hours(
+        "Instance-hours the organization's nodes of the pool's type and region ran in the period."
     )
     utilization_percent = serializers.DecimalField(
         read_only=True,
@@ -77,84 +83,41 @@ class UsageRowSerializer(api.Serializer):
         allow_null=True,
         help_text="Running ÷ allocated instance-hours, in percent; null when nothing was allocated.",
     )
-    allocated_accelerator_hours = serializers.DecimalField(
-        read_only=True,
-        max_digits=20,
-        decimal_places=1,
-        help_text="allocated_instance_hours × accelerators per instance.",
-    )
-    running_accelerator_hours = serializers.DecimalField(
-        read_only=True,
-        max_digits=20,
-        decimal_places=1,
-        help_text="running_instance_hours × accelerators per instance.",
-    )
-    busy_accelerator_hours = serializers.DecimalField(
-        read_only=True,
-        max_digits=20,
-        decimal_places=1,
-        allow_null=True,
-        help_text="Accelerator-hours scheduler jobs held (never more than running); null when the organization's "
+    allocated_accelerator_hours = _hours("allocated_instance_hours × accelerators per instance.")
+    running_accelerator_hours = _hours("running_instance_hours × accelerators per instance.")
+    busy_accelerator_hours = _hours(
+        "Accelerator-hours scheduler jobs held (never more than running); null when the organization's "
         "clusters never reported a job.",
+        null=True,
     )
-    allocated_cost_usd = serializers.DecimalField(
-        read_only=True,
-        max_digits=20,
-        decimal_places=2,
-        help_text="The allocated instance-hours at the rate card's prices, in USD.",
+    allocated_cost_usd = _usd("The allocated instance-hours at the rate card's prices, in USD.")
+    running_cost_usd = _usd("The running instance-hours at the rate card's prices, in USD.")
+    idle_instance_hours = _hours(
+        "Per day, allocated less running instance-hours, never below 0, summed over the period's days."
     )
-    running_cost_usd = serializers.DecimalField(
-        read_only=True,
-        max_digits=20,
-        decimal_places=2,
-        help_text="The running instance-hours at the rate card's prices, in USD.",
+    idle_cost_usd = _usd(
+        "Per day, allocated less running cost, never below 0, summed over the period's days, in USD: the "
+        "same figure as the usage pages and CSV."
     )
-    idle_instance_hours = serializers.DecimalField(
-        read_only=True,
-        max_digits=20,
-        decimal_places=1,
-        help_text="Per day, allocated less running instance-hours, never below 0, summed over the period's days.",
+    over_allocation_instance_hours = _hours(
+        "Per day, running beyond the allocation (running less allocated, never below 0), summed; never "
+        "netted against idle hours."
     )
-    idle_cost_usd = serializers.DecimalField(
-        read_only=True,
-        max_digits=20,
-        decimal_places=2,
-        help_text="Per day, allocated less running cost, never below 0, summed over the period's days, in USD: the "
-        "same figure as the usage pages and CSV.",
-    )
-    over_allocation_instance_hours = serializers.DecimalField(
-        read_only=True,
-        max_digits=20,
-        decimal_places=1,
-        help_text="Per day, running beyond the allocation (running less allocated, never below 0), summed; never "
-        "netted against idle hours.",
-    )
-    over_allocation_cost_usd = serializers.DecimalField(
-        read_only=True,
-        max_digits=20,
-        decimal_places=2,
-        help_text="The over-allocation instance-hours at the rate card's prices, in USD.",
-    )
+    over_allocation_cost_usd = _usd("The over-allocation instance-hours at the rate card's prices, in USD.")
     billed_through = serializers.DateField(
         read_only=True,
         allow_null=True,
         help_text="The last day of the row's period Cost Explorer has settled; null when none is settled yet.",
     )
-    billed_cost_usd = serializers.DecimalField(
-        read_only=True,
-        max_digits=20,
-        decimal_places=2,
-        allow_null=True,
-        help_text="What AWS billed the organization's account for the instance type (all regions) from the period's "
+    billed_cost_usd = _usd(
+        "What AWS billed the organization's account for the instance type (all regions) from the period's "
         "start to billed_through, in USD; null when nothing is billed.",
+        null=True,
     )
-    billed_computed_cost_usd = serializers.DecimalField(
-        read_only=True,
-        max_digits=20,
-        decimal_places=2,
-        allow_null=True,
-        help_text="The running cost computed over the same settled days, to compare with billed_cost_usd; null when "
+    billed_computed_cost_usd = _usd(
+        "The running cost computed over the same settled days, to compare with billed_cost_usd; null when "
         "no day is settled.",
+        null=True,
     )
 
 

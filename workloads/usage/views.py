@@ -23,7 +23,7 @@ from django.views.decorators.http import require_GET
 from portal.forms import apply_errors
 from portal.pages import id_param, render_form, render_page
 from portal.periods import iso_week, today
-from portal.tables import sort_table
+from portal.tables import DatabaseRows, sort_table
 from tenants.access import (
     get_org_access_or_404,
     is_program_manager,
@@ -96,11 +96,11 @@ def program_usage(request):
     period, error = _period(request, program)
     organizations = visible_organizations(request.user)
     report = program_report(period=period, organizations=organizations, program=program)
-    # Hundreds of organizations: the ones needing attention first, the rest on further pages (the totals are
-    # still the whole program's).
+    # Hundreds of organizations: sorted (attention first unless a header sorts) and cut to the page in the
+    # database; only the page's rows are built (the totals are still the whole program's).
+    rows = DatabaseRows(report.ranked, records=report.page_rows, count=lambda: report.count, tie_break=("name", "pk"))
     org_table = billed_through_unit(
-        sort_table(request, OrgUsageTable(sorted(report.rows, key=attention)), per_page=USAGE_PAGE),
-        billed_through=report.billed_through,
+        sort_table(request, OrgUsageTable(rows), per_page=USAGE_PAGE), billed_through=report.billed_through
     )
     context = {
         "program": program,
@@ -108,8 +108,6 @@ def program_usage(request):
         "period_error": error,
         "choices": period_choices(program),
         "report": report,
-        # The organizations needing attention first (attention), unless a header sorts by a column (?sort=); 20 a
-        # page, so hundreds of organizations stay one short page (the totals are still the whole program's).
         "org_table": org_table,
         "pool_table": sort_table(request, PoolUsageTable(report.pools, prefix="pools_")),
         "charts": _cached_charts(
@@ -123,30 +121,34 @@ def program_usage(request):
 CHARTS_TTL = 600  # seconds: a renamed organization or a resized pool shows in the charts within this time
 
 
-def attention(row) -> tuple:
-    """Idle organizations first (the least used first), then those AWS billed apart from the computed cost, then
-    the others from the least used; organizations with nothing allocated last, by name."""
-    ratio = row.figures.utilization
-    return (not (row.idle or row.billed_off), ratio is None, ratio or 0, row.organization.name)
-
-
 def _cached_charts(report, program: Program | None, rows, *, shown: list, period: Period) -> str:
     """The program-wide charts for the chosen period and the table's page of organizations: rendered once per
     rollup (`UsageRevision`), period, language and page, then read from the cache, so the page costs the same with
     a year of history as with a week."""
     if program is None:
         return ""
-    parts = (program.pk, program.starts_on, program.ends_on, today(), get_language(), UsageRevision.current())
-    parts += (period.query_string,)
+    revision = UsageRevision.current()
+    parts = (program.pk, program.starts_on, program.ends_on, today(), get_language(), revision, period.query_string)
     orgs = ",".join(str(row.organization.pk) for row in shown)
-    key = "usage-charts:" + hashlib.sha256(f"{parts}|{len(report.rows)}|{orgs}".encode()).hexdigest()
+    key = "usage-charts:" + hashlib.sha256(f"{parts}|{report.count}|{orgs}".encode()).hexdigest()
     html = cache.get(key)
     if html is None:
-        html = render_to_string(
-            "workloads/usage/_program_charts.html", _program_charts(report, program, rows, shown=shown, period=period)
-        )
+        context = _program_charts(report, program, rows, shown=shown, period=period, revision=revision)
+        html = render_to_string("workloads/usage/_program_charts.html", context)
         cache.set(key, html, CHARTS_TTL)
     return html
+
+
+def _pool_weeks(rows, *, first, last, revision: int) -> dict:
+    """Every pool's weekly figures from the program's start (the pool lines, and the "other organizations" row):
+    the one read over every organization and day, kept per rollup generation and span, so another page or sort
+    of the table (its own charts) does not read it again."""
+    key = f"usage-pool-weeks:{revision}:{first}:{last}"
+    weeks = cache.get(key)
+    if weeks is None:
+        weeks = dict(weekly(rows, first=first, last=last, key="pool_id"))
+        cache.set(key, weeks, CHARTS_TTL)
+    return weeks
 
 
 def _minus(whole: Figures, part: Figures) -> Figures:
@@ -170,7 +172,7 @@ def _minus(whole: Figures, part: Figures) -> Figures:
     )
 
 
-def _program_charts(report, program: Program, rows, *, shown: list, period: Period) -> dict:
+def _program_charts(report, program: Program, rows, *, shown: list, period: Period, revision: int) -> dict:
     """The weekly charts run from the program's start to the chosen period's end (not past today), the period's
     weeks set apart; the cost chart is the chosen period's, from the table's own figures. The heatmap and the cost
     bars draw the organizations of the table's page one by one and every other organization as one row, so they
@@ -186,10 +188,10 @@ def _program_charts(report, program: Program, rows, *, shown: list, period: Peri
     weeks = charts.weeks_between(first, last)
     chosen = (period.first, period.last)
     by_org_week = weekly(rows.filter(organization_id__in=ids), first=first, last=last, key="organization_id")
-    by_pool_week = weekly(rows, first=first, last=last, key="pool_id")
+    by_pool_week = _pool_weeks(rows, first=first, last=last, revision=revision)
     bars = [(row, r.figures) for row, r in zip(org_rows, shown, strict=True)]
     heat_rows = org_rows
-    others = len(report.rows) - len(shown)
+    others = report.count - len(shown)
     if others:
         other_row = charts.Row(0, _("Other organizations (%(count)s)") % {"count": f"{others:,}"})
         program_week: dict = {}
