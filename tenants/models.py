@@ -219,8 +219,11 @@ class Organization(models.Model):
 
 class Membership(models.Model):
     class Role(models.TextChoices):
-        MEMBER = "member", pgettext_lazy("membership role", "Member")
+        # Admins manage the members and do everything members do; members request capacity and run clusters,
+        # workloads and cases; viewers read everything of the organization, usage and cost included.
         ADMIN = "admin", pgettext_lazy("membership role", "Admin")
+        MEMBER = "member", pgettext_lazy("membership role", "Member")
+        VIEWER = "viewer", pgettext_lazy("membership role", "Viewer")
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships", verbose_name=_("user")
@@ -243,6 +246,10 @@ class Membership(models.Model):
     @property
     def is_admin(self) -> bool:
         return self.role == self.Role.ADMIN
+
+    @property
+    def is_viewer(self) -> bool:
+        return self.role == self.Role.VIEWER
 
 
 class StaffRole(models.Model):
@@ -596,4 +603,5 @@ class AuditEvent(models.Model):
 
 # Models of sub-packages, registered in this app (they do not import this module).
 from tenants.capacity.models import PoolDay  # noqa: E402, F401
+from tenants.members.models import Invitation  # noqa: E402, F401
 from tenants.tokens.models import ApiToken  # noqa: E402, F401

@@ -343,4 +343,5 @@ TENANT_FACTORIES[ClusterNode] = ClusterNodeFactory
 TENANT_FACTORIES[Job] = JobFactory
 TENANT_FACTORIES[HealthEvent] = HealthEventFactory
 TENANT_FACTORIES[NcclValidation] = NcclValidationFactory
-TENANT_FACTORIES[ReporterToken] = ReporterTokenFactory
+# A reporter token of a cluster of the organization (the factory alone gives the cluster an organization of its own).
+TENANT_FACTORIES[ReporterToken] = lambda organization: ReporterTokenFactory(cluster=ClusterFactory(organization=organization))

@@ -14,13 +14,13 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from portal.schema import errors
-from tenants.access import visible_organizations
+from tenants.access import require_program_manager, visible_organizations
 from tenants.api import TenantScopedViewSet
 from workloads.usage.definitions import ROW_SUMS, usd, utilization
 from workloads.usage.formats import hours_value, percent_value
 from workloads.usage.models import BilledCost, RateCardEntry, UsageDay
 from workloads.usage.periods import Period
-from workloads.usage.rates import add_rate, remove_rate
+from workloads.usage.rates import MANAGERS_ONLY, add_rate, remove_rate
 from workloads.usage.reports import billed_settled_through
 from workloads.usage.serializers import RateCardEntrySerializer, UsageQuerySerializer, UsageRowSerializer
 
@@ -177,6 +177,7 @@ class RateCardViewSet(
     filterset_fields = ["region", "kind"]
 
     def create(self, request, *args, **kwargs):
+        require_program_manager(request.user, MANAGERS_ONLY)  # a 403 before the body is read
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         entry = add_rate(user=request.user, **serializer.validated_data)
@@ -184,5 +185,6 @@ class RateCardViewSet(
 
     @errors({400: None})  # any entry may go: the days it covered are priced again
     def destroy(self, request, *args, **kwargs):
+        require_program_manager(request.user, MANAGERS_ONLY)
         remove_rate(user=request.user, entry=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
