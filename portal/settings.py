@@ -423,3 +423,8 @@ if PRODUCTION:
     )
     if not ALLOWED_HOSTS:
         raise ImproperlyConfigured("PORTAL_PRODUCTION=True but ALLOWED_HOSTS is empty.")
+
+# Organization members (tenants/members): how long an invitation link works, and whether an invitee without an
+# account may create a local one with a password (off where everyone signs in through the institution's SSO).
+INVITATION_DAYS = env_int("INVITATION_DAYS", 7)
+LOCAL_PASSWORDS = env_bool("LOCAL_PASSWORDS", True)

@@ -20,6 +20,11 @@ ACTIONS = {
     "allocation.active": _("the allocation became active"),
     "allocation.expired": _("the allocation expired"),
     "allocation.revoked": _("revoked the allocation"),
+    "member.invited": _("invited a person"),
+    "member.invitation_revoked": _("revoked an invitation"),
+    "member.joined": _("joined through an invitation"),
+    "member.role_changed": _("changed a member's role"),
+    "member.removed": _("removed a member"),
 }
 # Object type (model name) → the name of the URL pattern showing one of them by its id.
 PAGES: dict[str, str] = {}

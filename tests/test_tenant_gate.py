@@ -35,6 +35,8 @@ USER_OWNED = {
     "account-token-revoke": lambda user: create_token(user=user, name="t", expires_in_days=7, via="page")[0],
     "token-detail": lambda user: create_token(user=user, name="t", expires_in_days=7, via="api")[0],
 }
+# Routes whose argument is a secret, not an object's id: the key itself is the credential (tests/tenants/test_members).
+KEYED = {"invitation": "an invitation link's key: useless once used, revoked or expired"}
 # Django's admin is for is_staff users only and has its own permission system.
 SKIPPED_NAMESPACES = {"admin"}
 
@@ -100,7 +102,7 @@ def _responses(client, route: Route, org: Organization, slug_org: Organization |
     return statuses
 
 
-TENANT_ROUTES = [r for r in ROUTES if r.name not in PROGRAM_WIDE and r.name not in USER_OWNED]
+TENANT_ROUTES = [r for r in ROUTES if r.name not in PROGRAM_WIDE and r.name not in USER_OWNED and r.name not in KEYED]
 USER_ROUTES = [r for r in ROUTES if r.name in USER_OWNED]
 
 
@@ -113,6 +115,7 @@ def test_the_url_conf_has_tenant_routes_to_check():
 def test_program_wide_list_names_only_existing_routes():
     assert set(PROGRAM_WIDE) <= {r.name for r in ROUTES}
     assert set(USER_OWNED) <= {r.name for r in ROUTES}
+    assert set(KEYED) <= {r.name for r in ROUTES}
 
 
 def _user_route_responses(client, route: Route, owner) -> dict[str, int]:
