@@ -98,12 +98,12 @@ class OrgAccess:
 
     @property
     def is_viewer(self) -> bool:
-        return self.membership is not None and self.membership.is_viewer
+        return self.membership is not None and self.membership.role == Membership.Role.VIEWER
 
     @property
     def acts(self) -> bool:
         """A member or admin of the organization: a viewer only reads."""
-        return self.membership is not None and not self.membership.is_viewer
+        return self.membership is not None and self.membership.role != Membership.Role.VIEWER
 
     @property
     def can_write(self) -> bool:

@@ -219,8 +219,6 @@ class Organization(models.Model):
 
 class Membership(models.Model):
     class Role(models.TextChoices):
-        # Admins manage the members and do everything members do; members request capacity and run clusters,
-        # workloads and cases; viewers read everything of the organization, usage and cost included.
         ADMIN = "admin", pgettext_lazy("membership role", "Admin")
         MEMBER = "member", pgettext_lazy("membership role", "Member")
         VIEWER = "viewer", pgettext_lazy("membership role", "Viewer")
@@ -246,10 +244,6 @@ class Membership(models.Model):
     @property
     def is_admin(self) -> bool:
         return self.role == self.Role.ADMIN
-
-    @property
-    def is_viewer(self) -> bool:
-        return self.role == self.Role.VIEWER
 
 
 class StaffRole(models.Model):
@@ -601,7 +595,6 @@ class AuditEvent(models.Model):
         return rows
 
 
-# Models of sub-packages, registered in this app (they do not import this module).
-from tenants.capacity.models import PoolDay  # noqa: E402, F401
+from tenants.capacity.models import PoolDay  # noqa: E402, F401  (sub-packages' models, registered in this app)
 from tenants.members.models import Invitation  # noqa: E402, F401
 from tenants.tokens.models import ApiToken  # noqa: E402, F401

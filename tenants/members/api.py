@@ -62,7 +62,7 @@ class MemberViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Organizati
     ordering = ["user__username"]
 
     def get_queryset(self):
-        return Membership.objects.filter(organization=self.org_access().organization).select_related("user")
+        return self.org_access().organization.memberships.select_related("user")
 
     def partial_update(self, request, *args, **kwargs):
         membership = self.get_object()  # another org's: 404

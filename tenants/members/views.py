@@ -30,7 +30,7 @@ TEMPLATE = "tenants/members/member_list.html"
 
 def _page(request, access, *, invite_form=None, status=200):
     org = access.organization
-    memberships = Membership.objects.filter(organization=org).select_related("user")
+    memberships = org.memberships.select_related("user")
     table = sort_table(request, MemberTable(memberships, order_by="username"), per_page=PAGE_SIZE)
     manage = access.can_manage_members
     context = {
@@ -79,9 +79,7 @@ def _managing(request, org_slug: str, obj=None):
 
 
 def _membership(access, pk: int) -> Membership:
-    return get_object_or_404(
-        Membership.objects.filter(organization=access.organization).select_related("user", "organization"), pk=pk
-    )
+    return get_object_or_404(access.organization.memberships.select_related("user", "organization"), pk=pk)
 
 
 @login_required
