@@ -8,6 +8,7 @@ without anyone remembering to add it: a route whose arguments this test cannot f
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -162,3 +163,42 @@ def test_a_viewer_who_is_a_member_elsewhere_is_still_refused_in_the_viewed_org(c
     assert viewed.name in response.json()["detail"]
     response = client.post(reverse("records:create", kwargs={"org_slug": viewed.slug}), data={})
     assert response.status_code == 403
+
+
+@pytest.mark.django_db
+def test_a_viewer_sees_no_write_buttons(client):
+    from tests.factories import ActiveAllocationFactory, ClusterFactory, SupportCaseFactory, WorkloadFactory
+
+    org = OrganizationFactory()
+    viewer = MembershipFactory(organization=org, role=Membership.Role.VIEWER).user
+    allocation = ActiveAllocationFactory(organization=org)
+    workload = WorkloadFactory(organization=org)
+    cluster = ClusterFactory(organization=org, allocation=allocation)
+    case = SupportCaseFactory(organization=org)
+    client.force_login(viewer)
+    pages = [
+        reverse("org-home", args=[org.slug]),
+        reverse("capacity", args=[org.slug]),
+        reverse("members:list", args=[org.slug]),
+        reverse("usage:org", args=[org.slug]),
+        reverse("records:tracking"),
+        reverse("records:detail", args=[workload.pk]),
+        reverse("clusters:list"),
+        reverse("clusters:detail", args=[cluster.pk]),
+        reverse("reporting:cluster", args=[cluster.pk]),
+        reverse("support:list"),
+        reverse("support:detail", args=[case.pk]),
+    ]
+    writes = ("/new/", "/edit/", "/delete/", "/retry/", "/comment/", "/update/", "/invite/", "/role/", "/remove/")
+    for url in pages:
+        response = client.get(url)
+        assert response.status_code == 200, url
+        body = response.content.decode()
+        posts = [action for action in re.findall(r'<form[^>]*method="post"[^>]*action="([^"]*)"', body)]
+        posts += re.findall(r'<form[^>]*action="([^"]*)"[^>]*method="post"', body)
+        assert set(posts) <= {reverse("logout"), reverse("set_language")}, (url, posts)
+        assert not [w for w in writes if f'{w}"' in body or f"{w}?" in body], (url, [w for w in writes if w in body])
+    # The same pages offer those buttons to a member: the checks above can see them.
+    Membership.objects.filter(user=viewer).update(role=Membership.Role.MEMBER)
+    assert reverse("capacity-request-new", args=[org.slug]) in client.get(reverse("capacity", args=[org.slug])).text
+    assert f"/support/{case.pk}/comment/" in client.get(reverse("support:detail", args=[case.pk])).text
