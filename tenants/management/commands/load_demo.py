@@ -42,6 +42,21 @@ DEMO_ORGS = [
     ("Kaede Code Models", "kaede-code"),
     ("Nagisa Multimodal", "nagisa-multimodal"),
 ]
+# The demo organizations' people (lead, researcher, engineer, observer): names for the Members pages.
+DEMO_GIVEN_NAMES = ["Haruka", "Kenji", "Yui", "Daichi", "Aoi", "Ren", "Mio", "Sota", "Hina", "Takumi", "Emi", "Yuto"]
+DEMO_FAMILY_NAMES = [
+    "Sato",
+    "Suzuki",
+    "Takahashi",
+    "Tanaka",
+    "Ito",
+    "Watanabe",
+    "Yamamoto",
+    "Nakamura",
+    "Kato",
+    "Mori",
+    "Ono",
+]
 # Minato Finance Models' launch allocation ends early; its cluster keeps running (load_demo_usage's story).
 EARLY_END = 6
 # (instance type, region, total, spare): 127 P5 split across two regions, 24 Trn1 in us-east-1.
@@ -184,7 +199,9 @@ class Command(BaseCommand):
                 username = f"{short}-{title}"
                 if number == 1 and title in ("researcher", "observer"):
                     username = "member1" if title == "researcher" else "viewer1"
-                user = self._user(username, title.capitalize(), org.name, password=number == 1)
+                index = len(organizations) * people.index((title, role)) + number
+                first, last = DEMO_GIVEN_NAMES[index % len(DEMO_GIVEN_NAMES)], DEMO_FAMILY_NAMES[index % 11]
+                user = self._user(username, first, last, password=number == 1)
                 Membership.objects.get_or_create(user=user, organization=org, defaults={"role": role})
 
     def _user(
