@@ -1,6 +1,7 @@
 from django import forms
 from django.contrib.auth import password_validation
 from django.contrib.auth.forms import UsernameField
+from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.utils.translation import gettext_lazy as _
 
 from tenants.models import Membership
@@ -18,7 +19,7 @@ class RoleForm(forms.Form):
 class AccountForm(forms.Form):
     """A new local account for an invitee: the email is the invitation's."""
 
-    username = UsernameField(label=_("Username"), max_length=150)
+    username = UsernameField(label=_("Username"), max_length=150, validators=[UnicodeUsernameValidator()])
     first_name = forms.CharField(label=_("First name"), max_length=150, required=False)
     last_name = forms.CharField(label=_("Last name"), max_length=150, required=False)
     password1 = forms.CharField(

@@ -171,7 +171,11 @@ def accept(request, key: str):
         if not services.email_matches(invitation, request.user):
             return render(request, "tenants/members/invitation.html", {**context, "wrong_person": True}, status=403)
         if request.method == "POST":
-            services.accept_invitation(key=key, user=request.user)
+            try:
+                services.accept_invitation(key=key, user=request.user)
+            except ValidationError as error:  # used or revoked since the page was shown
+                context = {"message": " ".join(error.messages)}
+                return render(request, "tenants/members/invitation_gone.html", context, status=410)
             messages.success(
                 request,
                 _("Welcome to %(org)s: you joined as %(role)s.")

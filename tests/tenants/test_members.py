@@ -135,6 +135,8 @@ def test_a_new_person_creates_a_local_account_and_joins(
     weak = client.post(url, {"username": "newbie", "password1": "123", "password2": "123"})
     assert weak.status_code == 400 and not Membership.objects.filter(user__username="newbie").exists()
     password = "a-long-Passphrase-42"
+    bad_name = client.post(url, {"username": "bad name!", "password1": password, "password2": password})
+    assert bad_name.status_code == 400 and not Membership.objects.filter(organization=org, role="member").exists()
     response = client.post(url, {"username": "newbie", "password1": password, "password2": password})
     assert response.url == reverse("org-home", args=[org.slug])
     membership = Membership.objects.get(user__username="newbie")
