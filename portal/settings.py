@@ -488,3 +488,7 @@ if PRODUCTION:
     )
     if not ALLOWED_HOSTS:
         raise ImproperlyConfigured("PORTAL_PRODUCTION=True but ALLOWED_HOSTS is empty.")
+
+# Organization members (tenants/members): how long an invitation link works. An invitee without an account may
+# create a local one with a password while LOCAL_PASSWORD_LOGIN is on (off: they sign in through their institution).
+INVITATION_DAYS = env_int("INVITATION_DAYS", 7)

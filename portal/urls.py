@@ -8,6 +8,8 @@ from portal.views import healthz
 from tenants import api as tenants_api
 from tenants.capacity import api as capacity_api
 from tenants.logins.views import LoginView
+from tenants.members import api as members_api
+from tenants.members import views as members_views
 from tenants.tokens import api as tokens_api
 from workloads.clusters import api as clusters_api
 from workloads.health import api as health_api
@@ -20,6 +22,12 @@ from workloads.validation import api as validation_api
 
 router = DefaultRouter()
 router.register("organizations", tenants_api.OrganizationViewSet, basename="organization")
+router.register(
+    r"organizations/(?P<org_slug>[^/.]+)/members", members_api.MemberViewSet, basename="organization-member"
+)
+router.register(
+    r"organizations/(?P<org_slug>[^/.]+)/invitations", members_api.InvitationViewSet, basename="organization-invitation"
+)
 router.register("instance-types", tenants_api.InstanceTypeViewSet, basename="instance-type")
 router.register("pools", capacity_api.CapacityPoolViewSet, basename="pool")
 router.register("capacity-requests", capacity_api.CapacityRequestViewSet, basename="capacity-request")
@@ -57,6 +65,8 @@ urlpatterns = [
     path("", include("tenants.logins.urls")),
     path("", include("tenants.twofactor.urls")),
     path("", include("tenants.tokens.urls")),
+    path("", include("tenants.members.urls")),
+    path("invitations/<str:key>/", members_views.accept, name="invitation"),
     path("", include("tenants.urls")),
     path("", include("workloads.urls")),
 ]

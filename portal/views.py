@@ -8,6 +8,7 @@ from django.template.loader import render_to_string
 from django.utils.translation import gettext as _
 from django.views import defaults
 from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_safe
 
 from portal import database
 from portal.celery import app as celery_app
@@ -60,6 +61,7 @@ def _page_state(request) -> str:
 
 
 @never_cache
+@require_safe
 def healthz(request):
     """Health for load balancers, docker-compose and operators.
 

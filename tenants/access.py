@@ -79,6 +79,15 @@ def visible_organizations(user) -> QuerySet[Organization]:
     return Organization.objects.visible_to(user)
 
 
+def acting_organizations(user) -> QuerySet[Organization]:
+    """The organizations where the user may change things: every one for program staff, else those where the
+    user is a member or an admin (not a viewer). Pages offer their "new …" buttons for these only."""
+    if is_program_staff(user):
+        return Organization.objects.all()
+    acting = [Membership.Role.ADMIN, Membership.Role.MEMBER]
+    return Organization.objects.filter(memberships__user=user, memberships__role__in=acting)
+
+
 @dataclass(frozen=True)
 class OrgAccess:
     """What one user may do in one organization."""
@@ -96,30 +105,57 @@ class OrgAccess:
         return self.staff is not None and self.staff.is_program_manager
 
     @property
+    def is_viewer(self) -> bool:
+        return self.membership is not None and self.membership.role == Membership.Role.VIEWER
+
+    @property
+    def acts(self) -> bool:
+        """A member or admin of the organization: a viewer only reads."""
+        return self.membership is not None and self.membership.role != Membership.Role.VIEWER
+
+    @property
     def can_write(self) -> bool:
-        # Members and program staff act in the org (open cases, comment).
-        return self.membership is not None or self.staff is not None
+        # Members and program staff act in the org (open cases, comment); viewers only read.
+        return self.acts or self.staff is not None
 
     @property
     def can_admin(self) -> bool:
-        # Manage members, tokens and the AWS account link.
+        # Tokens and the AWS account link.
         return (self.membership is not None and self.membership.is_admin) or self.is_program_manager
+
+    @property
+    def can_manage_members(self) -> bool:
+        # Invite, change roles, remove: the organization's admins, and program staff for any organization.
+        return (self.membership is not None and self.membership.is_admin) or self.is_staff
 
     @property
     def can_request_capacity(self) -> bool:
         # Capacity is asked for by the organization's own members; program staff decide, they do not ask.
-        return self.membership is not None
+        return self.acts
 
     @property
     def can_write_workloads(self) -> bool:
         # A tenant keeps its own workload records; program staff read every org's.
-        return self.membership is not None
+        return self.acts
 
     @property
     def can_operate_clusters(self) -> bool:
         # Creating and deleting spends the tenant's allocation: its members and program managers may;
         # support engineers watch and help but do not.
-        return self.membership is not None or self.is_program_manager
+        return self.acts or self.is_program_manager
+
+    def require(self, allowed: bool, message: str) -> None:
+        """The 403 for a predicate above that says no; a viewer is told that the role reads only."""
+        if not allowed and self.is_viewer:
+            raise PermissionDenied(viewer_message(self.organization))
+        require(allowed, message)
+
+
+def viewer_message(organization: Organization) -> str:
+    return _(
+        "Your role in %(org)s is viewer: you can read everything but change nothing. "
+        "Ask one of its admins for the member role."
+    ) % {"org": organization}
 
 
 def require(allowed: bool, message: str) -> None:
@@ -143,3 +179,18 @@ def get_org_access_or_404(user, org_slug: str) -> OrgAccess:
     if membership is None:
         raise Http404(_("No such organization."))
     return OrgAccess(organization=membership.organization, membership=membership, staff=None)
+
+
+def writes_anywhere(user) -> bool:
+    """Whether the user may change anything at all: program staff, or a member or admin of some organization.
+    A person who is only ever a viewer is refused every write before its body is read."""
+    if is_program_staff(user):
+        return True
+    return Membership.objects.filter(user=user).exclude(role=Membership.Role.VIEWER).exists()
+
+
+def require_writer(user) -> None:
+    if not writes_anywhere(user):
+        raise PermissionDenied(
+            _("Your role is viewer in every organization you belong to: you can read but change nothing.")
+        )

@@ -2,6 +2,7 @@ from django import forms
 from django.contrib import admin
 
 from tenants.capacity import pools
+from tenants.members.models import Invitation
 from tenants.models import CapacityPool, InstancePrice, InstanceType, Membership, Organization, Program, StaffRole
 
 
@@ -86,3 +87,18 @@ class StaffRoleAdmin(admin.ModelAdmin):
 # Admin of the sub-packages: Django imports only this module.
 import tenants.sso.admin  # noqa: E402, F401
 import tenants.tokens.admin  # noqa: E402, F401
+
+
+@admin.register(Invitation)
+class InvitationAdmin(admin.ModelAdmin):
+    """Invitations are sent from the Members page or the API (emailed, audited); here they are read only."""
+
+    list_display = ("email", "organization", "role", "state", "invited_by", "created_at", "expires_at")
+    list_filter = ("organization", "role")
+    search_fields = ("email",)
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

@@ -6,9 +6,9 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.db.models import Prefetch
 from django.utils.translation import gettext as _
-from rest_framework import viewsets
+from rest_framework import permissions, viewsets
 
-from tenants.access import get_org_access_or_404, visible_organizations
+from tenants.access import get_org_access_or_404, require_writer, visible_organizations
 from tenants.models import InstancePrice, InstanceType, Organization
 from tenants.serializers import InstanceTypeSerializer, OrganizationSerializer
 
@@ -36,11 +36,31 @@ class InstanceTypeViewSet(viewsets.ReadOnlyModelViewSet):
     ).order_by("api_name")
 
 
+class WritesByRole(permissions.IsAuthenticated):
+    """Reads for anyone signed in (the queryset scopes them); a write needs a role that writes in the object's
+    organization (tenants.access.OrgAccess.can_write): a viewer gets a 403 saying so, before the body is read.
+    What else a write needs (a member to request capacity, a program manager to approve) the services check."""
+
+    def has_permission(self, request, view) -> bool:
+        if not super().has_permission(request, view):
+            return False
+        if request.method not in permissions.SAFE_METHODS:
+            require_writer(request.user)
+        return True
+
+    def has_object_permission(self, request, view, obj) -> bool:
+        if request.method not in permissions.SAFE_METHODS:
+            access = get_org_access_or_404(request.user, obj.organization.slug)
+            access.require(access.can_write, _("You cannot change this organization's records."))
+        return True
+
+
 class TenantScopedViewSet(viewsets.GenericViewSet):
     """Base for API views of tenant-owned rows: the queryset is always `model.objects.visible_to(user)`,
     so another organization's row is a 404 in lists, details and actions alike."""
 
     model = None  # subclasses set it (tests/test_tenant_gate.py reads it too)
+    permission_classes = [WritesByRole]
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

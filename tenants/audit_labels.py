@@ -28,6 +28,11 @@ ACTIONS = {
     "account.two_factor_enabled": _("set up two-factor authentication"),
     "account.recovery_codes": _("made new recovery codes"),
     "account.two_factor_reset": _("removed the account's authenticator app and recovery codes"),
+    "member.invited": _("invited a person"),
+    "member.invitation_revoked": _("revoked an invitation"),
+    "member.joined": _("joined through an invitation"),
+    "member.role_changed": _("changed a member's role"),
+    "member.removed": _("removed a member"),
 }
 # Object type (model name) → the name of the URL pattern showing one of them by its id.
 PAGES: dict[str, str] = {}

@@ -219,8 +219,9 @@ class Organization(models.Model):
 
 class Membership(models.Model):
     class Role(models.TextChoices):
-        MEMBER = "member", pgettext_lazy("membership role", "Member")
         ADMIN = "admin", pgettext_lazy("membership role", "Admin")
+        MEMBER = "member", pgettext_lazy("membership role", "Member")
+        VIEWER = "viewer", pgettext_lazy("membership role", "Viewer")
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships", verbose_name=_("user")
@@ -593,4 +594,5 @@ class AuditEvent(models.Model):
 # Models of sub-packages, registered in this app (they do not import this module).
 from tenants.capacity.models import PoolDay  # noqa: E402, F401
 from tenants.logins.models import PasswordResetRequest  # noqa: E402, F401
+from tenants.members.models import Invitation  # noqa: E402, F401
 from tenants.tokens.models import ApiToken  # noqa: E402, F401

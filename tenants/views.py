@@ -9,6 +9,7 @@ from django.db.models import Count
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django.views.decorators.http import require_safe
 
 from portal.pages import choice_param, paginate
 from portal.periods import today
@@ -24,6 +25,7 @@ from tenants.models import Allocation, AuditEvent, CapacityPool, Program
 
 
 @login_required
+@require_safe
 def home(request):
     """Program managers land on the program overview, support engineers on their case queue (the cases of the
     organizations they lead first, then by severity and age); a tenant with one org lands on it."""
@@ -39,6 +41,7 @@ def home(request):
 
 
 @login_required
+@require_safe
 def org_home(request, org_slug: str):
     access = get_org_access_or_404(request.user, org_slug)
     org = access.organization

@@ -6,6 +6,7 @@ import factory
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from tenants.members.models import Invitation
 from tenants.models import (
     Allocation,
     CapacityPool,
@@ -142,6 +143,7 @@ class AllocationFactory(factory.django.DjangoModelFactory):
 
 
 TENANT_FACTORIES[CapacityRequest] = CapacityRequestFactory
+TENANT_FACTORIES[Membership] = MembershipFactory
 TENANT_FACTORIES[Allocation] = AllocationFactory
 
 
@@ -343,4 +345,27 @@ TENANT_FACTORIES[ClusterNode] = ClusterNodeFactory
 TENANT_FACTORIES[Job] = JobFactory
 TENANT_FACTORIES[HealthEvent] = HealthEventFactory
 TENANT_FACTORIES[NcclValidation] = NcclValidationFactory
-TENANT_FACTORIES[ReporterToken] = ReporterTokenFactory
+# A reporter token of a cluster of the organization (the factory alone gives the cluster an organization of its own).
+TENANT_FACTORIES[ReporterToken] = lambda organization: ReporterTokenFactory(
+    cluster=ClusterFactory(organization=organization)
+)
+
+
+# --- Organization members: invitations ---------------------------------------------------------------------------
+
+
+class InvitationFactory(factory.django.DjangoModelFactory):
+    """A pending invitation (its key unknown: tests that open the link invite through tenants.members.services)."""
+
+    class Meta:
+        model = Invitation
+
+    organization = factory.SubFactory(OrganizationFactory)
+    email = factory.Sequence(lambda n: f"invitee{n}@example.org")
+    role = Membership.Role.MEMBER
+    prefix = factory.Sequence(lambda n: f"inv_{n:08d}")
+    digest = factory.Sequence(lambda n: f"{n:064x}")
+    expires_at = factory.LazyFunction(lambda: timezone.now() + timedelta(days=7))
+
+
+TENANT_FACTORIES[Invitation] = InvitationFactory

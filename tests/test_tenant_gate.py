@@ -30,9 +30,12 @@ PROGRAM_WIDE = {
     "action-item-detail": "review action items are program staff's records (tenants get 403: tests/workloads)",
     "staff-two-factor-reset": "a staff account, no org's: program managers only (others get 403: test_two_factor)",
 }
-# Routes whose arguments are a signed link from an email, not an object of any org: without its token the link
-# shows nothing (tests/tenants/test_password_reset.py).
-SIGNED_LINKS = {"password_reset_confirm": "the emailed password-reset link: an account's id and its reset token"}
+# Routes whose arguments are a secret from an email, not an object of any org: the secret is the credential and
+# without it the link shows nothing (tests/tenants/test_password_reset.py, tests/tenants/test_members.py).
+SIGNED_LINKS = {
+    "password_reset_confirm": "the emailed password-reset link: an account's id and its reset token",
+    "invitation": "an invitation link's key: useless once used, revoked or expired",
+}
 # Routes whose argument names an object of one user's own, not of an org (an API token): another user's is a
 # 404, even in the same org. Each maps to a function making such an object for a user.
 USER_OWNED = {

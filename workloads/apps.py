@@ -13,7 +13,7 @@ class WorkloadsConfig(AppConfig):
         from tenants.signals import allocation_granted, allocation_revoked
         from workloads.clusters import services as clusters
         from workloads.reporting import services as reporting
-        from workloads.usage import rates, receivers, reports
+        from workloads.usage import allocations, rates, receivers
 
         # Signals and a registered reader, not calls: allocations live in tenants, which must never import
         # workloads; workloads reacts to them and tells the capacity pages what allocations are used for.
@@ -22,7 +22,7 @@ class WorkloadsConfig(AppConfig):
         )
         allocation_revoked.connect(receivers.on_allocation_revoked, dispatch_uid="usage-on-revoke")
         allocation_granted.connect(receivers.on_allocation_granted, dispatch_uid="usage-on-grant")
-        usage.register(reports.READER)
+        usage.register(allocations.READER)
         pricing.register(rates.estimate_rates)  # estimates price at the rate card in force, as usage does
         revocation.register(clusters.doomed_clusters)
         # The audit trail names the cluster actions workloads records, and links to the cluster's page.

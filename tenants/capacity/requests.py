@@ -16,7 +16,7 @@ from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 
 from portal.periods import today
-from tenants.access import get_org_access_or_404, require
+from tenants.access import get_org_access_or_404
 from tenants.audit import plain, record_audit
 from tenants.capacity.estimate import MAX_PARAMETERS, MAX_TOKENS
 from tenants.capacity.pools import find_pool
@@ -227,7 +227,7 @@ def locked_request(capacity_request: CapacityRequest) -> CapacityRequest:
 
 def require_member(access) -> None:
     """Capacity is asked for by the organization's own members; program staff decide, they do not ask."""
-    require(
+    access.require(
         access.can_request_capacity,
         _("Only members of %(org)s can request capacity for it.") % {"org": access.organization},
     )

@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from portal.forms import apply_errors
 from portal.pages import choice_param, fragment_for, id_param, paginate, render_form, render_page
@@ -45,6 +45,7 @@ FORM_FIELD = {
 
 
 @login_required
+@require_safe
 def capacity(request, org_slug: str):
     """A tenant's allocations and requests."""
     access = get_org_access_or_404(request.user, org_slug)
@@ -257,6 +258,7 @@ def capacity_estimate(request, org_slug: str):
 
 
 @login_required
+@require_safe
 def capacity_request_detail(request, org_slug: str, pk: int):
     access = get_org_access_or_404(request.user, org_slug)
     capacity_request = get_object_or_404(

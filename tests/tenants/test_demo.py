@@ -44,6 +44,17 @@ def test_demo_logins_and_roles():
     assert StaffRole.objects.get(user__username="support").role == StaffRole.Role.SUPPORT_ENGINEER
     assert Membership.objects.get(user__username="tenant2").organization.slug == "kitsune-ai"
     assert Membership.objects.get(user__username="tenant1").organization.slug == "sakura-lab"
+    assert Membership.objects.get(user__username="viewer1").role == Membership.Role.VIEWER
+    assert authenticate(RequestFactory().post("/login/"), username="viewer1", password="demo") is not None
+
+
+@pytest.mark.django_db
+def test_every_demo_organization_has_members_of_each_role():
+    call_command("load_demo")
+    for org in Organization.objects.all():
+        roles = sorted(org.memberships.values_list("role", flat=True))
+        assert set(roles) == {"admin", "member", "viewer"}, org.slug
+        assert roles.count("admin") == 1 and len(roles) == 4, org.slug
 
 
 @pytest.mark.django_db

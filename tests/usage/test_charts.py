@@ -41,7 +41,7 @@ def test_the_pool_timelines_running_line_averages_today_over_the_hours_so_far(p5
     from django.utils import timezone
 
     from workloads.models import UsageDay
-    from workloads.usage.reports import pool_running
+    from workloads.usage.allocations import pool_running
 
     day = date(2027, 3, 9)
     for d, hours in ((day - timedelta(days=1), 24), (day, 6)):

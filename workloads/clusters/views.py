@@ -11,11 +11,16 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from portal.forms import apply_errors
 from portal.pages import id_param, paginate, render_page
-from tenants.access import OrgAccess, get_org_access_or_404, is_program_staff, require, visible_organizations
+from tenants.access import (
+    OrgAccess,
+    acting_organizations,
+    get_org_access_or_404,
+    is_program_staff,
+)
 from workloads.clusters.allowance import active_allocations, allowances
 from workloads.clusters.forms import KIND_FOR_WORKLOAD, ClusterForm
 from workloads.clusters.models import Cluster, ClusterEvent, ClusterInstanceGroup, ClusterNode
@@ -47,11 +52,12 @@ def _visible_cluster(request, pk: int) -> Cluster:
 def operator_access(user, organization) -> OrgAccess:
     """The caller's access to the org, if it may create and delete clusters there (403 otherwise)."""
     access = get_org_access_or_404(user, organization.slug)
-    require(access.can_operate_clusters, WATCH_ONLY)
+    access.require(access.can_operate_clusters, WATCH_ONLY)
     return access
 
 
 @login_required
+@require_safe
 def cluster_list(request):
     clusters = (
         Cluster.objects.visible_to(request.user)
@@ -64,7 +70,7 @@ def cluster_list(request):
     page = paginate(request, clusters, PAGE_SIZE)
     staff = is_program_staff(request.user)
     # Tenants create clusters from here; staff open an org's cluster form from its allocations.
-    create_orgs = [] if staff else list(visible_organizations(request.user).order_by("name"))
+    create_orgs = [] if staff else list(acting_organizations(request.user).order_by("name"))
     context = {
         "page": page,
         "clusters": page.object_list,
@@ -77,6 +83,7 @@ def cluster_list(request):
 
 
 @login_required
+@require_safe
 def cluster_detail(request, pk: int):
     cluster = _visible_cluster(request, pk)
     access = get_org_access_or_404(request.user, cluster.organization.slug)
@@ -123,7 +130,7 @@ cluster_detail.tenant_model = Cluster
 @login_required
 def cluster_create(request, org_slug: str):
     access = get_org_access_or_404(request.user, org_slug)
-    require(access.can_operate_clusters, WATCH_ONLY)
+    access.require(access.can_operate_clusters, WATCH_ONLY)
     org = access.organization
     allocations = active_allocations(org).select_related("pool__instance_type").order_by("pk")
     workloads = Workload.objects.for_org(org).order_by("name")

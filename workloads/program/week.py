@@ -21,17 +21,12 @@ from tenants.models import Allocation, CapacityRequest, Organization, Program
 from workloads.clusters.models import Cluster
 from workloads.health.models import HealthEvent
 from workloads.support.models import SupportCase
+from workloads.usage.allocations import AllocationUse, allocation_use
+from workloads.usage.billed import BilledCheck, billed_against_computed, billed_settled_through
 from workloads.usage.definitions import ROW_SUMS
 from workloads.usage.models import BilledCost, UsageDay
 from workloads.usage.periods import Period
-from workloads.usage.reports import (
-    AllocationUse,
-    BilledCheck,
-    Figures,
-    allocation_use,
-    billed_against_computed,
-    billed_settled_through,
-)
+from workloads.usage.reports import Figures
 
 SHOWN = 12  # organizations listed per week; the rest are on the usage page, in the same order
 LISTED = 6  # cases, incidents, allocations, requests listed before "and N more"

@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 
-from tenants.access import OrgAccess, get_org_access_or_404, require
+from tenants.access import OrgAccess, get_org_access_or_404
 from tenants.models import Organization
 from workloads.records.models import Workload, WorkloadChange
 
@@ -40,7 +40,7 @@ READ_ONLY = _("Workload records are kept by the organization's members; program 
 
 def _require_workload_writer(user, organization: Organization) -> OrgAccess:
     access = get_org_access_or_404(user, organization.slug)
-    require(access.can_write_workloads, READ_ONLY)
+    access.require(access.can_write_workloads, READ_ONLY)
     return access
 
 

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET
 from portal.exports import csv_response
 from portal.forms import apply_errors
 from portal.pages import id_param, paginate, render_form, render_page, sort_by
-from tenants.access import get_org_access_or_404, is_program_staff, require, visible_organizations
+from tenants.access import acting_organizations, get_org_access_or_404, is_program_staff, visible_organizations
 from tenants.models import Allocation
 from workloads.clusters.models import Cluster, cluster_instances
 from workloads.jobs.models import Job
@@ -61,7 +61,7 @@ def _writable_orgs(request) -> list:
     # Tenants record workloads for the orgs they belong to; staff read only.
     if is_program_staff(request.user):
         return []
-    return list(visible_organizations(request.user).order_by("name"))
+    return list(acting_organizations(request.user).order_by("name"))
 
 
 @login_required
@@ -191,7 +191,7 @@ def workload_print(request):
 
 def _require_workload_writer(request, org_slug: str):
     access = get_org_access_or_404(request.user, org_slug)
-    require(access.can_write_workloads, READ_ONLY)
+    access.require(access.can_write_workloads, READ_ONLY)
     return access
 
 

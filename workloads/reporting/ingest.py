@@ -22,7 +22,7 @@ from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from portal.parsers import ObjectJSONParser
-from tenants.access import get_org_access_or_404, require
+from tenants.access import get_org_access_or_404
 from workloads.clusters.models import Cluster
 from workloads.reporting.authentication import ReporterTokenAuthentication
 from workloads.reporting.models import ReporterToken
@@ -106,7 +106,7 @@ class ClusterIngestView(APIView):
             )
             cluster = get_object_or_404(clusters, pk=pk)
             access = get_org_access_or_404(request.user, cluster.organization.slug)
-            require(access.can_write, _("You cannot post reports for this organization's clusters."))
+            access.require(access.can_write, _("You cannot post reports for this organization's clusters."))
         if cluster.status not in TAKES_REPORTS:
             raise ClusterGone(
                 _("This cluster is %(status)s: it takes no reports.") % {"status": cluster.get_status_display()}

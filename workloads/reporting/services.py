@@ -13,7 +13,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from tenants.access import get_org_access_or_404, require
+from tenants.access import get_org_access_or_404
 from tenants.audit import record_audit
 from workloads.clusters.models import Cluster
 from workloads.jobs.models import Job
@@ -34,7 +34,9 @@ SILENT_AFTER_INTERVALS = 3
 
 def operator_access(user, cluster: Cluster):
     access = get_org_access_or_404(user, cluster.organization.slug)
-    require(access.can_operate_clusters, _("Only the organization's members and program managers manage tokens."))
+    access.require(
+        access.can_operate_clusters, _("Only the organization's members and program managers manage tokens.")
+    )
     return access
 
 

@@ -40,7 +40,7 @@ def _acting(user, organization: Organization) -> OrgAccess | None:
     if user is SYSTEM:
         return None
     access = get_org_access_or_404(user, organization.slug)
-    require(access.can_write, _("You cannot act on this organization's support cases."))
+    access.require(access.can_write, _("You cannot act on this organization's support cases."))
     return access
 
 

@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from portal.forms import apply_errors
 from portal.pages import id_param, is_fragment, paginate, render_form, render_page, sort_by
-from tenants.access import get_org_access_or_404, is_program_staff, require, visible_organizations
+from tenants.access import acting_organizations, get_org_access_or_404, is_program_staff
 from workloads.support.filters import SupportCaseFilter
 from workloads.support.forms import CaseForm, CaseUpdateForm, CommentForm
 from workloads.support.models import SupportCase
@@ -56,7 +56,7 @@ def case_list(request):
         "page": paginate(request, cases, PAGE_SIZE),
         "sort": sort,
         "is_staff": staff,
-        "case_orgs": visible_organizations(request.user).order_by("name"),
+        "case_orgs": acting_organizations(request.user).order_by("name"),
         "now": timezone.now(),
     }
     return render_page(
@@ -71,7 +71,7 @@ def case_list(request):
 @login_required
 def case_create(request, org_slug: str):
     access = get_org_access_or_404(request.user, org_slug)
-    require(access.can_write, _("You cannot open cases for this organization."))
+    access.require(access.can_write, _("You cannot open cases for this organization."))
     org = access.organization
     # Prefilled from the page the user came from: a workload's, a cluster's or one of its nodes'.
     initial = {name: id_param(request.GET[name]) for name in ("workload", "cluster") if request.GET.get(name)}
@@ -114,6 +114,7 @@ def _case_context(request, case: SupportCase, *, comment_form=None, update_form=
         "org": case.organization,
         "events": case_history(request.user, case),  # tenants never see internal entries
         "is_staff": staff,
+        "can_write": get_org_access_or_404(request.user, case.organization.slug).can_write,
         "comment_form": comment_form or CommentForm(staff=staff),
         "update_form": update_form or CaseUpdateForm(case=case, staff=staff),
         "now": timezone.now(),
@@ -136,6 +137,7 @@ case_detail.tenant_model = SupportCase
 @require_POST
 def case_comment(request, pk: int):
     case = _visible_case(request, pk)
+    _require_acting(request, case)
     staff = is_program_staff(request.user)
     form = CommentForm(request.POST, staff=staff)
     if form.is_valid():
@@ -157,10 +159,17 @@ def case_comment(request, pk: int):
 case_comment.tenant_model = SupportCase
 
 
+def _require_acting(request, case: SupportCase) -> None:
+    """A 403 before the form is read for who may not act on the org's cases (a viewer)."""
+    access = get_org_access_or_404(request.user, case.organization.slug)
+    access.require(access.can_write, _("You cannot act on this organization's support cases."))
+
+
 @login_required
 @require_POST
 def case_update(request, pk: int):
     case = _visible_case(request, pk)
+    _require_acting(request, case)
     staff = is_program_staff(request.user)
     form = CaseUpdateForm(request.POST, case=case, staff=staff)
     if form.is_valid():

@@ -14,14 +14,14 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from portal.schema import errors
-from tenants.access import visible_organizations
+from tenants.access import require_program_manager, visible_organizations
 from tenants.api import TenantScopedViewSet
+from workloads.usage.billed import billed_settled_through
 from workloads.usage.definitions import ROW_SUMS, usd, utilization
 from workloads.usage.formats import hours_value, percent_value
 from workloads.usage.models import BilledCost, RateCardEntry, UsageDay
 from workloads.usage.periods import Period
-from workloads.usage.rates import add_rate, remove_rate
-from workloads.usage.reports import billed_settled_through
+from workloads.usage.rates import MANAGERS_ONLY, add_rate, remove_rate
 from workloads.usage.serializers import RateCardEntrySerializer, UsageQuerySerializer, UsageRowSerializer
 
 ORDERINGS = {
@@ -71,7 +71,7 @@ class UsageViewSet(TenantScopedViewSet):
             rows = rows.filter(pool__region=params["region"])
         granularity = params["granularity"]
         period = {"day": F("day"), "week": TruncWeek("day"), "month": TruncMonth("day")}[granularity]
-        # Billed and computed are compared over the days Cost Explorer has settled only (reports.billed_settled).
+        # Billed and computed are compared over the days Cost Explorer has settled only (billed.billed_settled).
         through = billed_settled_through(Period("range", params["start"], params["end"]))
         key = request.query_params.get("ordering", "period")
         if key.removeprefix("-") not in ORDERINGS:
@@ -177,6 +177,7 @@ class RateCardViewSet(
     filterset_fields = ["region", "kind"]
 
     def create(self, request, *args, **kwargs):
+        require_program_manager(request.user, MANAGERS_ONLY)  # a 403 before the body is read
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         entry = add_rate(user=request.user, **serializer.validated_data)
@@ -184,5 +185,6 @@ class RateCardViewSet(
 
     @errors({400: None})  # any entry may go: the days it covered are priced again
     def destroy(self, request, *args, **kwargs):
+        require_program_manager(request.user, MANAGERS_ONLY)
         remove_rate(user=request.user, entry=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)

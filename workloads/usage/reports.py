@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from decimal import Decimal
 from functools import cached_property
 
@@ -31,13 +31,11 @@ from django.db.models.lookups import LessThan
 from django.utils import timezone
 
 from portal.periods import day_start
-from tenants.models import Allocation, CapacityPool, Organization, Program
+from tenants.models import CapacityPool, Organization, Program
+from workloads.usage.billed import BilledCheck, billed_against_computed, billed_settled, billed_settled_through
 from workloads.usage.definitions import (
-    MICROSECONDS_PER_HOUR,
     ONE_DAY,
     ROW_SUMS,
-    allocated_microseconds,
-    allocation_span,
     cost_micro_usd,
     days_between,
     hours,
@@ -70,9 +68,6 @@ class InstanceTime:
     @property
     def utilization(self) -> Decimal | None:
         return utilization(self.running, self.allocated)
-
-
-BILLED_TOLERANCE = Decimal("0.10")  # billed and computed cost may differ by a tenth before a page flags it
 
 
 @dataclass
@@ -201,56 +196,6 @@ def in_period(rows: QuerySet[UsageDay], period: Period) -> QuerySet[UsageDay]:
     return rows.filter(day__gte=period.first, day__lte=period.last)
 
 
-# --- Billed against computed, over settled days -----------------------------------------------------------------
-
-
-def billed_settled_through(period: Period) -> date | None:
-    """The last day of the period Cost Explorer has settled: the latest day any organization was billed for
-    (the billing fetch reads every linked account up to the same day, so one day holds for the program), capped
-    at the period's end. None when no day of the period is billed yet. Comparing only up to this day keeps a lag
-    of Cost Explorer from reading as a gap; an account billed nothing on a settled day it ran is a real gap."""
-    latest = BilledCost.objects.filter(day__lte=period.last).order_by("-day").values_list("day", flat=True).first()
-    if latest is None or latest < period.first:
-        return None
-    return latest
-
-
-def billed_settled(*, organization_ids: list[int], period: Period) -> tuple[date | None, dict[int, tuple[int, int]]]:
-    """Per organization: (billed, computed running cost), both over the period's settled days, in micro-USD;
-    with the day they run through. Three queries."""
-    through = billed_settled_through(period)
-    if through is None:
-        return None, {}
-    return through, billed_against_computed(
-        billed_rows=BilledCost.objects.filter(organization_id__in=organization_ids),
-        usage_rows=UsageDay.objects.filter(organization_id__in=organization_ids),
-        first=period.first,
-        through=through,
-    )
-
-
-def billed_against_computed(*, billed_rows, usage_rows, first: date, through: date) -> dict[int, tuple[int, int]]:
-    """Per organization of `billed_rows`: (billed, computed running cost) from `first` through the settled day
-    `through`, in micro-USD; two grouped queries, whatever the number of organizations."""
-    billed = dict(
-        billed_rows.filter(day__gte=first, day__lte=through)
-        .order_by()
-        .values("organization_id")
-        .annotate(total=Sum("cost_micro_usd"))
-        .values_list("organization_id", "total")
-    )
-    computed = dict(
-        usage_rows.filter(day__gte=first, day__lte=through)
-        .order_by()
-        .values("organization_id")
-        .annotate(total=Sum("running_cost_micro_usd"))
-        .values_list("organization_id", "total")
-    )
-    # An organization with no billed row on the settled days (no linked account, or nothing fetched) has no
-    # billed figure at all rather than a -100% gap.
-    return {org_id: (total, computed.get(org_id) or 0) for org_id, total in billed.items()}
-
-
 def billed_check(organization: Organization, period: Period, figures: Figures) -> BilledCheck:
     """One organization's billed check over the period's settled days (`figures`: its period's figures)."""
     through, settled = billed_settled(organization_ids=[organization.pk], period=period)
@@ -299,30 +244,6 @@ class OrgRow:
     @property
     def billed_off(self) -> bool:
         return self.billed_check.off
-
-
-@dataclass(frozen=True)
-class BilledCheck:
-    """What AWS billed (Cost Explorer) beside the running cost computed from the rate card over the same settled
-    days (through `through`), both in micro-USD: a gap over BILLED_TOLERANCE either way is flagged on the
-    program's and the organization's usage pages. `unbilled` is the computed running cost of the period's days
-    after `through`, shown apart and never compared."""
-
-    billed: int | None
-    computed: int
-    through: date | None = None
-    unbilled: int = 0
-
-    @property
-    def gap(self) -> Decimal | None:
-        """Billed against computed, as a fraction of the computed (None without both)."""
-        if self.billed is None or not self.computed:
-            return None
-        return Decimal(self.billed - self.computed) / Decimal(self.computed)
-
-    @property
-    def off(self) -> bool:
-        return self.gap is not None and abs(self.gap) > BILLED_TOLERANCE
 
 
 @dataclass
@@ -648,130 +569,3 @@ def cluster_breakdown(organization: Organization, period: Period) -> list[dict]:
         .order_by("-running", "cluster_name")
     )
     return [{**row, "running_hours": hours(row["running"])} for row in rows]
-
-
-# --- Allocations: what each has been used for ----------------------------------------------------------------
-
-
-@dataclass
-class AllocationUse(InstanceTime):
-    """One allocation's figures to date. Running time is the organization's running time in the pool, shared
-    among its allocations there in proportion to what each allocated that day."""
-
-    allocation: Allocation
-    allocated: int  # instance-microseconds, to date
-    running: int
-    remaining: int  # instance-microseconds from now to the allocation's end
-    recent_running: int  # over the last 7 days, for the projection
-    recent_days: Decimal
-
-    @property
-    def remaining_hours(self) -> Decimal:
-        """Calendar instance-time left to the allocation's end (the projection's horizon)."""
-        return hours(self.remaining)
-
-    @property
-    def granted(self) -> int:
-        """The whole window's instance-time, as granted (instance-microseconds)."""
-        return self.allocation.instance_hours * MICROSECONDS_PER_HOUR
-
-    @property
-    def unused(self) -> int:
-        """Remaining as the pages show it: granted − ran, nothing once the allocation has ended or is revoked."""
-        return max(self.granted - self.running, 0) if self.remaining else 0
-
-    @property
-    def total(self) -> int:
-        return self.allocated + self.remaining
-
-    @property
-    def projected_share(self) -> Decimal | None:
-        """At the last 7 days' rate, the share of the whole allocation used by its last day."""
-        if not self.total or not self.recent_days:
-            return None
-        per_microsecond = Decimal(self.recent_running) / (self.recent_days * 86_400 * 1_000_000)
-        projected = Decimal(self.running) + per_microsecond * self.remaining / self.allocation.instance_count
-        return projected / Decimal(self.total)
-
-
-def allocation_use(allocations: list[Allocation], *, as_of: datetime | None = None) -> dict[int, AllocationUse]:
-    """Figures for these allocations in one query: the daily rows of their organizations in their pools."""
-    as_of = as_of or timezone.now()
-    if not allocations:
-        return {}
-    pairs = {(a.organization_id, a.pool_id) for a in allocations}
-    first, last = min(a.starts_on for a in allocations), max(a.ends_on for a in allocations)
-    pair_filter = Q()
-    for org_id, pool_id in pairs:
-        pair_filter |= Q(organization_id=org_id, pool_id=pool_id)
-    days = {
-        (org_id, pool_id, day): (allocated, running)
-        for org_id, pool_id, day, allocated, running in UsageDay.objects.filter(
-            pair_filter, day__gte=first, day__lte=min(last, timezone.localdate(as_of))
-        ).values_list("organization_id", "pool_id", "day", "allocated_microseconds", "running_microseconds")
-    }
-    recent_from = timezone.localdate(as_of) - timedelta(days=6)
-    result = {}
-    for allocation in allocations:
-        span = allocation_span(allocation.starts_on, allocation.ends_on, allocation.revoked_at)
-        allocated_to_date = allocation.instance_count * overlap(*span, span[0], as_of)
-        running = recent = 0
-        for day in days_between(allocation.starts_on, min(allocation.ends_on, timezone.localdate(as_of))):
-            total_allocated, total_running = days.get((allocation.organization_id, allocation.pool_id, day), (0, 0))
-            if not total_allocated or not total_running:
-                continue
-            window = (day_start(day), min(day_start(day + ONE_DAY), as_of))
-            mine = allocated_microseconds(
-                instance_count=allocation.instance_count,
-                starts_on=allocation.starts_on,
-                ends_on=allocation.ends_on,
-                revoked_at=allocation.revoked_at,
-                window=window,
-            )
-            share = total_running * mine // total_allocated
-            running += share
-            if day >= recent_from:
-                recent += share
-        recent_start = max(day_start(recent_from), span[0])
-        recent_days = Decimal(max(overlap(recent_start, as_of, span[0], span[1]), 0)) / (86_400 * 1_000_000)
-        remaining = allocation.instance_count * overlap(*span, as_of, span[1]) if allocation.revoked_at is None else 0
-        result[allocation.pk] = AllocationUse(allocation, allocated_to_date, running, remaining, recent, recent_days)
-    return result
-
-
-def org_utilization(organization_ids: set[int], *, first: date, last: date) -> dict[int, Decimal | None]:
-    """Utilization of each organization's allocations over [first, last], one query."""
-    totals = summed(
-        UsageDay.objects.filter(organization_id__in=organization_ids, day__gte=first, day__lte=last), "organization_id"
-    )
-    return {org_id: totals[(org_id,)].utilization if (org_id,) in totals else None for org_id in organization_ids}
-
-
-def pool_running(pool: CapacityPool, *, first: date, last: date, now: datetime | None = None) -> dict[date, Decimal]:
-    """Average instances running in the pool each day (running instance-time ÷ the day's length; today's so far
-    ÷ the part of today gone by, so the line does not drop at the right edge as if everything had stopped)."""
-    now = now or timezone.now()
-    rows = (
-        UsageDay.objects.filter(pool=pool, day__gte=first, day__lte=last)
-        .values("day")
-        .annotate(running=Sum("running_microseconds"))
-        .values_list("day", "running")
-    )
-    averages = {}
-    for day, running in rows:
-        elapsed = min(now - day_start(day), timedelta(days=1))
-        if elapsed <= timedelta(0):
-            continue
-        averages[day] = Decimal(running) / Decimal(elapsed // timedelta(microseconds=1))
-    return averages
-
-
-class Reader:
-    """What the capacity pages read (tenants.capacity.usage)."""
-
-    allocation_use = staticmethod(allocation_use)
-    org_utilization = staticmethod(org_utilization)
-    pool_running = staticmethod(pool_running)
-
-
-READER = Reader()

@@ -33,13 +33,13 @@ from tenants.access import (
 )
 from tenants.models import Allocation, CapacityPool, InstancePrice, Program
 from workloads.usage import charts, exports
+from workloads.usage.allocations import allocation_use
 from workloads.usage.forms import RateCardForm
 from workloads.usage.models import RateCardEntry, UsageDay, UsageRevision
 from workloads.usage.periods import Period, PeriodError, parse_period
 from workloads.usage.rates import MANAGERS_ONLY, add_rate, remove_rate
 from workloads.usage.reports import (
     Figures,
-    allocation_use,
     billed_check,
     cluster_breakdown,
     daily,

@@ -42,6 +42,21 @@ DEMO_ORGS = [
     ("Kaede Code Models", "kaede-code"),
     ("Nagisa Multimodal", "nagisa-multimodal"),
 ]
+# The demo organizations' people (lead, researcher, engineer, observer): names for the Members pages.
+DEMO_GIVEN_NAMES = ["Haruka", "Kenji", "Yui", "Daichi", "Aoi", "Ren", "Mio", "Sota", "Hina", "Takumi", "Emi", "Yuto"]
+DEMO_FAMILY_NAMES = [
+    "Sato",
+    "Suzuki",
+    "Takahashi",
+    "Tanaka",
+    "Ito",
+    "Watanabe",
+    "Yamamoto",
+    "Nakamura",
+    "Kato",
+    "Mori",
+    "Ono",
+]
 # Minato Finance Models' launch allocation ends early; its cluster keeps running (load_demo_usage's story).
 EARLY_END = 6
 # (instance type, region, total, spare): 127 P5 split across two regions, 24 Trn1 in us-east-1.
@@ -120,6 +135,7 @@ class Command(BaseCommand):
         for username, org in (("tenant1", organizations[0]), ("tenant2", organizations[1])):
             user = self._user(username, username.capitalize(), "Demo")
             Membership.objects.get_or_create(user=user, organization=org, defaults={"role": Membership.Role.ADMIN})
+        self._members(organizations)
         if not CapacityRequest.objects.filter(pool__program=program).exists():
             self._capacity(program, organizations, manager)
 
@@ -127,7 +143,8 @@ class Command(BaseCommand):
             f"Demo program {'created' if created else 'already present'}: {program.name} "
             f"({program.starts_on} – {program.ends_on}), {len(organizations)} organizations, "
             f"{CapacityPool.objects.filter(program=program).count()} pools. "
-            f"Logins (password '{DEMO_PASSWORD}'): {manager.username}, {support.username}, tenant1, tenant2."
+            f"Logins (password '{DEMO_PASSWORD}'): {manager.username}, {support.username}, tenant1 (admin), member1, "
+            f"viewer1 (Sakura Language Lab), tenant2 (admin, Kitsune AI)."
         )
 
     def _capacity(self, program: Program, organizations: list[Organization], manager) -> None:
@@ -162,14 +179,34 @@ class Command(BaseCommand):
                 organization=org, pool=pools[(api_name, region)], instance_count=count, starts_on=next_month,
                 ends_on=add_months(next_month, 2) - timedelta(days=1), justification=justification,
                 parameter_count=params, training_tokens=params * 20, framework="megatron",
-                status=CapacityRequest.Status.SUBMITTED, created_by=org.memberships.first().user,
+                status=CapacityRequest.Status.SUBMITTED, created_by=org.memberships.order_by("pk").first().user,
                 submitted_at=timezone.now(),
             )  # fmt: skip
             for action, changes in (("request.created", {"instance_count": (None, count)}),
                                     ("request.submitted", {"status": ("draft", "submitted")})):  # fmt: skip
                 record_audit(actor=request.created_by, organization=org, action=action, target=request, changes=changes)
 
-    def _user(self, username: str, first: str, last: str, staff: str | None = None, admin: bool = False):
+    def _members(self, organizations: list[Organization]) -> None:
+        """A few people with each role in every organization. Sakura Language Lab's member and viewer sign in with
+        the demo password (member1, viewer1); the others are people who would sign in by SSO (no password)."""
+        for number, org in enumerate(organizations, start=1):
+            short = org.slug.split("-")[0]
+            people = [("researcher", Membership.Role.MEMBER), ("engineer", Membership.Role.MEMBER)]
+            people += [("observer", Membership.Role.VIEWER)]
+            if number > 2:  # tenant1 and tenant2 are the admins of the first two
+                people.insert(0, ("lead", Membership.Role.ADMIN))
+            for title, role in people:
+                username = f"{short}-{title}"
+                if number == 1 and title in ("researcher", "observer"):
+                    username = "member1" if title == "researcher" else "viewer1"
+                index = len(organizations) * people.index((title, role)) + number
+                first, last = DEMO_GIVEN_NAMES[index % len(DEMO_GIVEN_NAMES)], DEMO_FAMILY_NAMES[index % 11]
+                user = self._user(username, first, last, password=number == 1)
+                Membership.objects.get_or_create(user=user, organization=org, defaults={"role": role})
+
+    def _user(
+        self, username: str, first: str, last: str, staff: str | None = None, admin: bool = False, password: bool = True
+    ):
         user, created = get_user_model().objects.get_or_create(
             username=username,
             defaults={
@@ -181,7 +218,10 @@ class Command(BaseCommand):
             },
         )
         if created:
-            user.set_password(DEMO_PASSWORD)
+            if password:
+                user.set_password(DEMO_PASSWORD)
+            else:
+                user.set_unusable_password()
             user.save(update_fields=["password"])
         if staff:
             StaffRole.objects.get_or_create(user=user, defaults={"role": staff})
