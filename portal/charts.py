@@ -97,7 +97,8 @@ def fit_legend(option: dict) -> int:
 
 
 def category_axis(labels: list[str], *, name: str = "", **extra) -> dict:
-    return {
+    """Days, weeks or sizes across the chart, named under it."""
+    axis = {
         "type": "category",
         "data": labels,
         "name": name,
@@ -106,6 +107,10 @@ def category_axis(labels: list[str], *, name: str = "", **extra) -> dict:
         "axisTick": {"alignWithLabel": True},
         **extra,
     }
+    if extra.get("boundaryGap") is False:
+        # The first and last points are on the plot's edges: their labels keep inside (centred, half was cut).
+        axis["axisLabel"] = {"alignMinLabel": "left", "alignMaxLabel": "right"}
+    return axis
 
 
 def value_axis(name: str, *, across: bool = False, **extra) -> dict:
@@ -125,11 +130,19 @@ def value_axis(name: str, *, across: bool = False, **extra) -> dict:
 
 
 def reference_line(
-    name: str, value: float, count: int, *, label: str, color: str, dashed: bool = True, at_end: bool = False
+    name: str,
+    value: float,
+    count: int,
+    *,
+    label: str,
+    color: str,
+    dashed: bool = True,
+    position: str = "insideStartTop",
 ) -> dict:
-    """A horizontal line at `value` across `count` categories, labelled above where it starts (or ends, so two
-    lines close together keep their labels apart): a series, so the axis' range includes it, the tooltip gives it
-    and the legend can hide it; the label is its mark line's (a line series without symbols shows no labels)."""
+    """A horizontal line at `value` across `count` categories, labelled where it is drawn (above its start by
+    default; two lines close together put their labels on either side): a series, so the axis' range includes it,
+    the tooltip gives it and the legend can hide it; the label is its mark line's (a line series without symbols
+    shows no labels)."""
     style = {"color": color, "width": 1.5, "type": "dashed" if dashed else "solid"}
     return {
         "type": "line",
@@ -146,7 +159,7 @@ def reference_line(
             "lineStyle": style,
             "label": {
                 "formatter": label,
-                "position": "insideEndTop" if at_end else "insideStartTop",
+                "position": position,
                 "color": color,
                 "textBorderColor": "#fff",
                 "textBorderWidth": 3,

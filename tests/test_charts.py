@@ -31,8 +31,10 @@ def test_a_reference_line_is_a_series_inside_the_axis_range_with_its_label():
     assert line["markLine"]["data"] == [{"yAxis": 64}]
     assert line["markLine"]["label"]["formatter"] == "capacity 64"
     assert line["lineStyle"]["type"] == "dashed"
-    at_end = charts.reference_line("total", 64, 7, label="total 64", color=charts.TOTAL, at_end=True, dashed=False)
-    assert at_end["markLine"]["label"]["position"] == "insideEndTop" and at_end["lineStyle"]["type"] == "solid"
+    total = charts.reference_line(
+        "total", 64, 7, label="total 64", color=charts.TOTAL, position="insideEndTop", dashed=False
+    )
+    assert total["markLine"]["label"]["position"] == "insideEndTop" and total["lineStyle"]["type"] == "solid"
 
 
 def test_the_legend_wraps_onto_rows_and_the_plot_moves_down_for_them():

@@ -121,8 +121,14 @@ def pool_chart(
                 "data": [{"xAxis": today.isoformat()}] if today in index else [],
             },
         },
+        # Allocatable is just under the total: its label goes under its line, the total's above its own.
         charts.reference_line(
-            allocatable, pool.allocatable_instances, len(days), label=allocatable, color=charts.RUNNING
+            allocatable,
+            pool.allocatable_instances,
+            len(days),
+            label=allocatable,
+            color=charts.RUNNING,
+            position="insideStartBottom",
         ),
         charts.reference_line(
             total,
@@ -131,7 +137,7 @@ def pool_chart(
             label=total,
             color=charts.TOTAL,
             dashed=False,
-            at_end=True,
+            position="insideEndTop",
         ),
     ]
     chart = charts.Chart(

@@ -109,6 +109,7 @@ def heatmap(
         pieces.append(piece)
     option = charts.base_option(filename="utilization-heatmap", legend=False)
     option["tooltip"] = {"trigger": "item", "formatter": "{b}", "confine": True}
+    option["toolbox"].update(top="auto", bottom=0)  # at the top right it covered the last week's label
     # Room for the organizations' names at the left (cut at 190 px), the weeks above and the bands' legend under.
     option["grid"] = {"left": 200, "right": 24, "top": 28, "bottom": 40, "containLabel": False}
     option["xAxis"] = charts.category_axis(labels, position="top", splitArea={"show": False})

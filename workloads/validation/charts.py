@@ -62,10 +62,12 @@ def bandwidth_chart(run: NcclValidation) -> charts.Chart | None:
                 baseline_label, run.baseline_busbw_gbps, len(rows), label=baseline_label, color=charts.TOTAL,
                 dashed=False,
             ),
-            charts.reference_line(suspect_label, round(suspect, 2), len(rows), label=suspect_label, color=charts.LIMIT),
+            # The suspect line's label goes under it: above, it would print over the baseline's.
+            charts.reference_line(
+                suspect_label, round(suspect, 2), len(rows), label=suspect_label, color=charts.LIMIT,
+                position="insideStartBottom",
+            ),
         ]  # fmt: skip
-        # The suspect line's label goes under it: above, it would print over the baseline's.
-        option["series"][-1]["markLine"]["label"]["position"] = "insideStartBottom"
         columns.append(_("baseline (GB/s)"))
         for line in table:
             line.append(f"{run.baseline_busbw_gbps:g}")
