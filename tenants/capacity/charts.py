@@ -72,7 +72,8 @@ def pool_chart(
             counts[org_id if org_id in held else "other"] += count
         for day in days_between(step.starts_on, step.ends_on):
             for key, count in counts.items():
-                held[key][index[day]] = count
+                if key in held:  # "other" has no series when the ledger knows no organization beyond the ranked
+                    held[key][index[day]] = count
         stack = sum(counts.values())
         peak = max(peak, stack)
         if stack:
