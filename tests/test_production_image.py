@@ -545,14 +545,12 @@ def test_a_hashed_static_file_is_served_for_a_year(served):
 
 
 def test_the_charting_library_is_served_compressed_for_a_year(served):
-    """ECharts, the largest static file (1.1 MB), goes over the wire in Brotli (about 300 KB) or gzip under its
-    hashed name, marked immutable: a browser fetches it once."""
+    """ECharts, the largest static file (1.1 MB), goes over the wire in gzip (368 KB) under its hashed name, marked
+    immutable: a browser fetches it once."""
     name = served.manifest()["vendor/echarts/echarts-6.1.0.min.js"]
-    status, headers, body = served.browser.get(f"/static/{name}", **{"Accept-Encoding": "br, gzip"})
-    assert status == 200 and headers["Content-Encoding"] == "br" and "immutable" in headers["Cache-Control"]
-    assert len(body) < 320_000
     status, headers, body = served.browser.get(f"/static/{name}", **{"Accept-Encoding": "gzip"})
-    assert status == 200 and headers["Content-Encoding"] == "gzip" and len(body) < 400_000
+    assert status == 200 and headers["Content-Encoding"] == "gzip" and "immutable" in headers["Cache-Control"]
+    assert len(body) < 400_000
 
 
 def test_plain_http_is_sent_to_https_except_health(served):
