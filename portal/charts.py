@@ -1,138 +1,169 @@
-"""Chart geometry shared by every server-rendered SVG chart (the pool timeline now; the usage dashboards next).
+"""What every chart of the portal shares. Charts are drawn in the browser by Apache ECharts (vendored under
+static/vendor/echarts/, started by static/js/charts.js); the chart modules compute the figures, labels, units and
+legends here on the server and hand ECharts an option dict, which `templates/portal/_chart.html` embeds with
+`json_script` beside a table of the same figures (readable without JavaScript and by the test client).
 
-Charts are inline SVG drawn by templates from plain numbers computed here: no JavaScript, they swap cleanly
-with htmx and tests read them with the test client. A chart has a frame (its size and margins), scales that
-map days and values to pixels, round value ticks, month ticks, and a palette in a fixed order.
+ECharts picks round value ticks itself (1, 2 or 5 × a power of ten), so the reference lines (a capacity, a
+baseline) are drawn as series of their own: their values are then inside the axis' range, and the legend hides
+and shows them like any other line.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-from datetime import date, timedelta
+from dataclasses import dataclass, field
 
-from django.utils.formats import date_format
+from django.utils.translation import gettext as _
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"]
+ALLOCATED = "#b7cde6"  # pale: what was allocated, under what ran
+RUNNING = "#067647"
+TOTAL = "#1d2939"
+LIMIT = "#b42318"  # a line under which something is wrong (suspect below)
+CHOSEN = "rgba(71, 84, 103, 0.12)"  # the chosen period's weeks, behind the lines
+TEXT = "#344054"
 
 
-@dataclass(frozen=True)
-class Frame:
-    width: int = 960
-    height: int = 320
-    left: int = 56
-    right: int = 16
-    top: int = 16
-    bottom: int = 44
+@dataclass
+class Chart:
+    """One chart: the ECharts `option`, how its values read (`unit`: prefix, suffix, decimals), its height, a name
+    for screen readers, and its figures as a table (`columns`, `rows` of cells: text, or (text, url))."""
 
-    @property
-    def plot_w(self) -> int:
-        return self.width - self.left - self.right
-
-    @property
-    def plot_h(self) -> int:
-        return self.height - self.top - self.bottom
-
-    def as_dict(self) -> dict:
-        """What every chart template reads: the frame, the plot area and where its labels go."""
-        base = self.top + self.plot_h
-        return {
-            "width": self.width,
-            "height": self.height,
-            "left": self.left,
-            "right": self.right,
-            "top": self.top,
-            "bottom": self.bottom,
-            "plot_w": self.plot_w,
-            "plot_h": self.plot_h,
-            "x0": self.left,
-            "x1": self.left + self.plot_w,
-            "y_base": base,
-            "y_mid": round(self.top + self.plot_h / 2),
-            "y_tick": base + 4,
-            "y_label": base + 18,
-            "y_caption": self.height - 4,
-            "x_label": self.left - 6,
-        }
-
-
-@dataclass(frozen=True)
-class DayScale:
-    """Days [starts_on, ends_on] (inclusive) across the plot's width: a day is a band, x(day) its left edge."""
-
-    frame: Frame
-    starts_on: date
-    ends_on: date
+    key: str
+    label: str
+    option: dict
+    height: int
+    columns: list[str]
+    rows: list[list] = field(default_factory=list)
+    unit: dict = field(default_factory=dict)
 
     @property
-    def days(self) -> int:
-        return (self.ends_on - self.starts_on).days + 1
+    def id(self) -> str:
+        return f"chart-{self.key}"
 
-    def x(self, day: date) -> float:
-        return round(self.frame.left + self.frame.plot_w * (day - self.starts_on).days / self.days, 2)
-
-    def contains(self, day: date) -> bool:
-        return self.starts_on <= day <= self.ends_on
-
-    def months(self, *, min_room: int = 30) -> list[dict]:
-        """A tick at each month start inside the window, labelled 2027-03; none so close to the right edge
-        that its label would be cut."""
-        ticks, day = [], self.starts_on.replace(day=1)
-        while day <= self.ends_on:
-            if day >= self.starts_on and self.x(day) < self.frame.left + self.frame.plot_w - min_room:
-                ticks.append({"x": self.x(day), "label": date_format(day, "Y-m")})
-            day = (day + timedelta(days=32)).replace(day=1)
-        return ticks
+    @property
+    def payload(self) -> dict:
+        return {"option": self.option, "unit": self.unit}
 
 
-LABEL_ROOM_PX = 14  # a tick label's height (11 px font) and a little air
+def unit(*, digits: int = 0, prefix: str = "", suffix: str = "") -> dict:
+    """How charts.js writes a value in tooltips: `digits` decimals, the page's language's digit grouping."""
+    return {"digits": digits, "prefix": prefix, "suffix": suffix}
 
 
-def nice_step(rough: float) -> float:
-    """The round step nearest `rough`: 1, 2 or 5 times a power of ten (110 becomes 100, 0.37 becomes 0.5), so
-    ticks read 0, 100, 200 rather than 0, 110, 220."""
-    if rough <= 0:
-        return 1
-    power = 10 ** math.floor(math.log10(rough))
-    fraction = rough / power
-    factor = 1 if fraction < 1.5 else 2 if fraction < 3 else 5 if fraction < 7 else 10
-    return factor * power
+LEGEND_WIDTH = 980  # px a legend has at 1280 px (the card less the toolbox)
+LEGEND_ROW = 22  # px
 
 
-def nice_ceiling(value: float, *, count: int = 5) -> float:
-    """`value` rounded up to the next round tick, so a data-driven axis ends on a labelled tick (440 → 500)."""
-    if value <= 0:
-        return 1
-    step = nice_step(value / count)
-    return math.ceil(value / step - 1e-9) * step
+def legend_rows(names: list[str]) -> int:
+    """How many rows the legend takes (it wraps, never scrolls): entries are an icon and a gap (40 px) and their
+    text (about 7 px a Latin letter, 12 px a Japanese one, at 12 px)."""
+    rows, used = 1, 0
+    for name in names:
+        width = 40 + sum(7 if ord(char) < 0x2E80 else 12 for char in str(name))
+        if used and used + width > LEGEND_WIDTH:
+            rows, used = rows + 1, 0
+        used += width
+    return rows
 
 
-def tick_label(value: float) -> str:
-    """A tick's text: whole numbers without decimals, thousands grouped (1,000), fractions as few digits as needed."""
-    if float(value).is_integer():
-        return f"{int(value):,}"
-    return f"{value:,.2f}".rstrip("0").rstrip(".")
+def base_option(*, filename: str, legend: bool = True) -> dict:
+    """Tooltips listing every series at the hovered point, a legend whose entries hide and show their series, a
+    button saving the chart as a PNG, and room for the axes' labels."""
+    option: dict = {
+        "animation": False,
+        "color": PALETTE,
+        "textStyle": {"color": TEXT},
+        "tooltip": {"trigger": "axis", "confine": True, "axisPointer": {"type": "shadow"}},
+        "toolbox": {
+            "right": 0,
+            "top": 0,
+            "feature": {"saveAsImage": {"title": _("Save as PNG"), "name": filename, "pixelRatio": 2}},
+        },
+        "grid": {"left": 8, "right": 24, "top": 36, "bottom": 28, "containLabel": True},
+    }
+    if legend:
+        option["legend"] = {"top": 0, "left": 0, "right": 40, "type": "plain"}
+    return option
 
 
-@dataclass(frozen=True)
-class ValueScale:
-    """Values [0, maximum] up the plot's height."""
+def fit_legend(option: dict) -> int:
+    """Room above the plot for the legend's rows (it wraps, never hides entries behind a scroll): moves the plot
+    down and returns the height the rows add."""
+    if "legend" not in option:
+        return 0
+    added = LEGEND_ROW * legend_rows([series["name"] for series in option["series"]])
+    option["grid"]["top"] += added
+    return added
 
-    frame: Frame
-    maximum: float
 
-    def y(self, value: float) -> float:
-        return round(self.frame.top + self.frame.plot_h * (1 - value / self.maximum), 2)
+def category_axis(labels: list[str], *, name: str = "", **extra) -> dict:
+    """Days, weeks or sizes across the chart, named under it."""
+    axis = {
+        "type": "category",
+        "data": labels,
+        "name": name,
+        "nameLocation": "middle",
+        "nameGap": 28,
+        "axisTick": {"alignWithLabel": True},
+        **extra,
+    }
+    if extra.get("boundaryGap") is False:
+        # The first and last points are on the plot's edges: their labels keep inside (centred, half was cut).
+        axis["axisLabel"] = {"alignMinLabel": "left", "alignMaxLabel": "right"}
+    return axis
 
-    def ticks(self, *, marks: tuple[float, ...] = (), count: int = 6) -> list[dict]:
-        """Round ticks (1, 2 or 5 × a power of ten apart, about `count` of them) plus the `marks` (e.g. a capacity
-        line), no two labels closer than a label's height: a mark gives way to an earlier mark (allocatable 62 and
-        a total of 64 would print one over the other), a round tick to any mark."""
-        step = nice_step(self.maximum / count)
-        room = self.maximum * LABEL_ROOM_PX / self.frame.plot_h  # a label's height, in values, on this plot
-        rounds = [n * step for n in range(int(self.maximum / step + 1e-9) + 1)]
-        kept: list[float] = []
-        for value in [*marks, *rounds]:
-            if value <= self.maximum and all(abs(value - other) > room for other in kept):
-                kept.append(value)
-        return [{"y": self.y(v), "label": tick_label(v), "value": v} for v in sorted(kept)]
+
+def value_axis(name: str, *, across: bool = False, **extra) -> dict:
+    """A value axis from 0 with its unit as its name: above it, or under it for an axis `across` the chart; a little
+    room above the highest value, so a line at the top (a capacity, a baseline) keeps its label inside."""
+    axis = {
+        "type": "value",
+        "name": name,
+        "min": 0,
+        "boundaryGap": [0, "5%"],
+        "nameTextStyle": {"align": "left"},
+        **extra,
+    }
+    if across:
+        axis.update(nameLocation="middle", nameGap=28, nameTextStyle={})
+    return axis
+
+
+def reference_line(
+    name: str,
+    value: float,
+    count: int,
+    *,
+    label: str,
+    color: str,
+    dashed: bool = True,
+    position: str = "insideStartTop",
+) -> dict:
+    """A horizontal line at `value` across `count` categories, labelled where it is drawn (above its start by
+    default; two lines close together put their labels on either side): a series, so the axis' range includes it,
+    the tooltip gives it and the legend can hide it; the label is its mark line's (a line series without symbols
+    shows no labels)."""
+    style = {"color": color, "width": 1.5, "type": "dashed" if dashed else "solid"}
+    return {
+        "type": "line",
+        "name": name,
+        "data": [value] * count,
+        "symbol": "none",
+        "color": color,
+        "lineStyle": style,
+        "emphasis": {"disabled": True},
+        "z": 4,
+        "markLine": {
+            "symbol": "none",
+            "silent": True,
+            "lineStyle": style,
+            "label": {
+                "formatter": label,
+                "position": position,
+                "color": color,
+                "textBorderColor": "#fff",
+                "textBorderWidth": 3,
+            },
+            "data": [{"yAxis": value}],
+        },
+    }

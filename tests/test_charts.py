@@ -1,56 +1,59 @@
-"""The value axis of the portal's charts: labels that never print over each other (issue 16 item 8: a pool of 64
-instances with 62 allocatable drew "62" across "64")."""
+"""What every chart shares (portal.charts): tooltips with every series, a legend that wraps rather than hides
+entries, a PNG export, reference lines inside the axis' range and labelled where they are drawn, all translated."""
 
-import math
-
+from django.utils import translation
 from hypothesis import given
 from hypothesis import strategies as st
 
-from portal.charts import Frame, ValueScale, nice_ceiling, nice_step
-
-LABEL_HEIGHT = 11  # px: the charts' tick font (.chart { font-size: 11px })
+from portal import charts
 
 
-def test_an_allocatable_line_just_under_the_total_keeps_one_label():
-    scale = ValueScale(Frame(), maximum=64)
-
-    labels = [tick["value"] for tick in scale.ticks(marks=(62, 64))]
-    assert labels == [0, 10, 20, 30, 40, 50, 62]  # the allocatable line is labelled; the total is in the legend
-
-
-def test_a_short_chart_keeps_its_labels_apart_too():
-    """The usage page's pool chart is 148 px tall: there 60 and 64 were 9 px apart."""
-    scale = ValueScale(Frame(height=200, bottom=36), maximum=64)
-
-    labels = [tick["value"] for tick in scale.ticks(marks=(64,))]
-    assert 64 in labels and 60 not in labels
+def test_every_chart_has_an_axis_tooltip_a_legend_and_a_png_export():
+    option = charts.base_option(filename="pool-weeks")
+    assert option["tooltip"]["trigger"] == "axis"  # one tooltip lists every series at the hovered point
+    assert "legend" in option
+    save = option["toolbox"]["feature"]["saveAsImage"]
+    assert save["name"] == "pool-weeks" and save["title"] == "Save as PNG"
+    assert "legend" not in charts.base_option(filename="heatmap", legend=False)
 
 
-@given(
-    maximum=st.integers(min_value=1, max_value=5000),
-    marks=st.lists(st.integers(min_value=0, max_value=5000), max_size=3),
-    height=st.integers(min_value=120, max_value=600),
-)
-def test_no_two_labels_overlap(maximum, marks, height):
-    scale = ValueScale(Frame(height=height), maximum=maximum)
-
-    ys = sorted(tick["y"] for tick in scale.ticks(marks=tuple(m for m in marks if m <= maximum)))
-    assert all(lower - upper >= LABEL_HEIGHT for upper, lower in zip(ys, ys[1:], strict=False))
+def test_the_charts_texts_are_translated():
+    with translation.override("ja"):
+        title = charts.base_option(filename="x")["toolbox"]["feature"]["saveAsImage"]["title"]
+    assert title != "Save as PNG" and title.isascii() is False
 
 
-def test_ticks_are_round_numbers():
-    """Issue 23 item 9: an axis up to 440 read 0/110/220/330/440; now 0, 100, 200, 300, 400."""
-    scale = ValueScale(Frame(height=240), maximum=440)
+def test_a_reference_line_is_a_series_inside_the_axis_range_with_its_label():
+    """ECharts rounds the axis to the data: a capacity drawn as a series of its own is inside the range (a mark
+    line alone could fall above the axis' end), and its label says what it is where it is drawn."""
+    line = charts.reference_line("capacity (pool total)", 64, 7, label="capacity 64", color=charts.TOTAL)
+    assert line["data"] == [64] * 7
+    assert line["markLine"]["data"] == [{"yAxis": 64}]
+    assert line["markLine"]["label"]["formatter"] == "capacity 64"
+    assert line["lineStyle"]["type"] == "dashed"
+    total = charts.reference_line(
+        "total", 64, 7, label="total 64", color=charts.TOTAL, position="insideEndTop", dashed=False
+    )
+    assert total["markLine"]["label"]["position"] == "insideEndTop" and total["lineStyle"]["type"] == "solid"
 
-    assert [tick["value"] for tick in scale.ticks(count=4)] == [0, 100, 200, 300, 400]
-    assert [tick["label"] for tick in ValueScale(Frame(), maximum=2400).ticks(count=4)] == [
-        "0", "500", "1,000", "1,500", "2,000",
-    ]  # fmt: skip
+
+def test_the_legend_wraps_onto_rows_and_the_plot_moves_down_for_them():
+    few = {"legend": {}, "grid": {"top": 36}, "series": [{"name": "allocated"}, {"name": "running"}]}
+    many = {"legend": {}, "grid": {"top": 36}, "series": [{"name": "Hokuto Research Institute"} for _ in range(12)]}
+    assert charts.fit_legend(few) == charts.LEGEND_ROW and few["grid"]["top"] == 36 + charts.LEGEND_ROW
+    assert charts.fit_legend(many) >= 3 * charts.LEGEND_ROW
+    assert charts.legend_rows(["北斗研究所" * 10] * 4) > charts.legend_rows(["Hokuto Res" * 5] * 4)  # wider letters
 
 
-@given(maximum=st.floats(min_value=0.01, max_value=1e7), count=st.integers(min_value=3, max_value=8))
-def test_every_step_is_one_two_or_five_times_a_power_of_ten(maximum, count):
-    step = nice_step(maximum / count)
-    mantissa = step / 10 ** math.floor(math.log10(step))
-    assert round(mantissa, 9) in (1, 2, 5)
-    assert nice_ceiling(maximum, count=count) >= maximum * (1 - 1e-9)  # float rounding aside
+NAMES = st.builds(lambda n, japanese: ("組" if japanese else "o") * n, st.integers(1, 60), st.booleans())
+
+
+@given(names=st.lists(NAMES, max_size=30), extra=NAMES)
+def test_one_more_legend_entry_never_takes_fewer_rows(names, extra):
+    assert 1 <= charts.legend_rows(names) <= charts.legend_rows([*names, extra])
+
+
+def test_a_value_is_written_by_the_unit_the_server_gives():
+    assert charts.unit(digits=2, suffix=" GB/s") == {"digits": 2, "prefix": "", "suffix": " GB/s"}
+    chart = charts.Chart(key="k", label="l", option={}, height=200, columns=[], unit=charts.unit(prefix="$"))
+    assert chart.id == "chart-k" and chart.payload == {"option": {}, "unit": {"digits": 0, "prefix": "$", "suffix": ""}}

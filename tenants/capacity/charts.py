@@ -1,21 +1,19 @@
 """The pool timeline's chart: allocations stacked by organization over the pool's window, against the
-allocatable and total lines. Geometry only (portal.charts draws the frame and scales); the template draws."""
+allocatable and total lines, and what ran each day (an ECharts option, see portal.charts)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from datetime import date, timedelta
 
-from django.utils.html import escape
-from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
 
-from portal.charts import PALETTE, DayScale, Frame, ValueScale
+from portal import charts
+from portal.charts import PALETTE
 from portal.periods import days_between
 from tenants.capacity.sweep import Span, usage_steps
 from tenants.models import CapacityPool
 
-FRAME = Frame()
 ONE_DAY = timedelta(days=1)
 MAX_SERIES = 9  # the largest orgs get a colour each; the rest share "other organizations"
 
@@ -56,78 +54,100 @@ def pool_chart(
     today: date,
     running: dict | None = None,
 ) -> dict:
-    """Geometry of the pool timeline: allocations stacked by organization over the pool window — the `ranked`
-    largest from their allocations (`top`), the `others` together from the ledger's day totals — as SVG shapes,
-    and the instances that actually ran each day (the average over the day) as a line."""
+    """The pool timeline: allocations stacked by organization over the pool window — the `ranked` largest from
+    their allocations (`top`), the `others` together from the ledger's day totals — a value a day per series,
+    the instances that actually ran each day (the average over the day) as a line, and the allocatable and total
+    lines. The table beside it lists the runs of days where nothing changes: who holds what."""
     rest = other_spans(top, total_by_day, starts_on=pool.starts_on, ends_on=pool.ends_on)
     steps = usage_steps([*top, *rest], starts_on=pool.starts_on, ends_on=pool.ends_on)
     series = _series(ranked, names, others)
-    colors = {s["key"]: s["color"] for s in series}
-    days = DayScale(FRAME, pool.starts_on, pool.ends_on)
-    values = ValueScale(FRAME, pool.total_instances)
-
-    # One polygon per series — its band's top edge left to right, then its floor back — so a pool with
-    # thousands of allocations draws as many shapes as one with ten; a transparent column per step on top
-    # carries the tooltip: who holds what over those days. Written here, not by a template loop (a tag per
-    # shape cost more than the rest of the page); numbers and our own palette, names escaped.
-    labels = {s["key"]: s["name"] for s in series}
-    tops: dict = {key: [] for key in colors}
-    floors: dict = {key: [] for key in colors}
-    columns, peak = [], 0
-    y_floor, y_roof = values.y(0), values.y(pool.total_instances)
-    previous_end = pool.starts_on - ONE_DAY
-    for step in [*steps, None]:
-        first = step.starts_on if step else pool.ends_on + ONE_DAY
-        if first > previous_end + ONE_DAY:  # days nobody holds: every band lies flat on the floor
-            x0, x1 = days.x(previous_end + ONE_DAY), days.x(first)
-            for key in colors:
-                tops[key] += [f"{x0},{y_floor}", f"{x1},{y_floor}"]
-                floors[key] += [f"{x0},{y_floor}", f"{x1},{y_floor}"]
-        if step is None:
-            break
-        previous_end = step.ends_on
+    keys = [s["key"] for s in series]
+    days = list(days_between(pool.starts_on, pool.ends_on))
+    index = {day: i for i, day in enumerate(days)}
+    held = {key: [0] * len(days) for key in keys}
+    rows, peak = [], 0
+    for step in steps:
         counts: dict = defaultdict(int)
         for org_id, count in step.by_key.items():
-            counts[org_id if org_id in colors else "other"] += count
-        x0, x1 = days.x(step.starts_on), days.x(step.ends_on + ONE_DAY)
-        stack, held = 0, []
-        for key in colors:
-            count = counts.get(key, 0)
-            top, floor = values.y(stack + count), values.y(stack)
-            tops[key] += [f"{x0},{top}", f"{x1},{top}"]
-            floors[key] += [f"{x0},{floor}", f"{x1},{floor}"]
-            stack += count
-            if count:
-                held.append(f"{labels[key]} {count}")
+            counts[org_id if org_id in held else "other"] += count
+        for day in days_between(step.starts_on, step.ends_on):
+            for key, count in counts.items():
+                if key in held:  # "other" has no series when the ledger knows no organization beyond the ranked
+                    held[key][index[day]] = count
+        stack = sum(counts.values())
         peak = max(peak, stack)
-        span = f"{step.starts_on}" if step.starts_on == step.ends_on else f"{step.starts_on} – {step.ends_on}"
-        tip = _("%(days)s: %(total)s allocated (%(held)s)") % {"days": span, "total": stack, "held": ", ".join(held)}
-        columns.append(
-            f'<rect x="{x0}" y="{y_roof}" width="{round(x1 - x0, 2)}" height="{round(y_floor - y_roof, 2)}" '
-            f'class="hover"><title>{escape(tip)}</title></rect>'
-        )
-    bands = [
-        f'<polygon points="{" ".join(tops[key] + floors[key][::-1])}" fill="{colors[key]}">'
-        f"<title>{escape(labels[key])}</title></polygon>"
-        for key in colors
+        if stack:
+            span = f"{step.starts_on}" if step.starts_on == step.ends_on else f"{step.starts_on} – {step.ends_on}"
+            holders = ", ".join(f"{s['name']} {counts[s['key']]}" for s in series if counts.get(s["key"]))
+            rows.append([(span, ""), f"{stack:,}", holders])
+
+    labels = [day.isoformat() for day in days]
+    allocatable = _("allocatable: %(n)s") % {"n": pool.allocatable_instances}
+    total = _("total: %(n)s (spare above allocatable)") % {"n": pool.total_instances}
+    ran = [None] * len(days)
+    for day, count in (running or {}).items():
+        if day in index:
+            ran[index[day]] = round(min(float(count), pool.total_instances), 1)
+    option = charts.base_option(filename=f"pool-{pool.instance_type.api_name}-{pool.region}")
+    option["xAxis"] = charts.category_axis(labels, name=_("date (program time)"), boundaryGap=False)
+    option["yAxis"] = charts.value_axis(_("instances"))
+    option["series"] = [
+        {
+            "type": "line",
+            "name": s["name"],
+            "stack": "allocated",
+            "step": "middle",
+            "symbol": "none",
+            "areaStyle": {"opacity": 0.85},
+            "lineStyle": {"width": 0},
+            "color": s["color"],
+            "data": held[s["key"]],
+        }
+        for s in series
     ]
-    half_day = (days.x(pool.starts_on + timedelta(days=1)) - days.x(pool.starts_on)) / 2
-    running_points = " ".join(
-        f"{round(days.x(day) + half_day, 2)},{values.y(min(float(count), pool.total_instances))}"
-        for day, count in sorted((running or {}).items())
-        if days.contains(day)
+    option["series"] += [
+        {
+            "type": "line",
+            "name": _("running (day average, from usage accounting)"),
+            "data": ran,
+            "symbol": "none",
+            "color": charts.RUNNING,
+            "lineStyle": {"width": 2.5},
+            "z": 5,
+            "markLine": {
+                "symbol": "none",
+                "silent": True,
+                "lineStyle": {"color": charts.LIMIT, "type": "dotted"},
+                "label": {"formatter": _("today"), "position": "end"},
+                "data": [{"xAxis": today.isoformat()}] if today in index else [],
+            },
+        },
+        # Allocatable is just under the total: its label goes under its line, the total's above its own.
+        charts.reference_line(
+            allocatable,
+            pool.allocatable_instances,
+            len(days),
+            label=allocatable,
+            color=charts.RUNNING,
+            position="insideStartBottom",
+        ),
+        charts.reference_line(
+            total,
+            pool.total_instances,
+            len(days),
+            label=total,
+            color=charts.TOTAL,
+            dashed=False,
+            position="insideEndTop",
+        ),
+    ]
+    chart = charts.Chart(
+        key="pool-timeline",
+        label=_("Instances allocated per day, stacked by organization"),
+        option=option,
+        height=380 + charts.fit_legend(option),
+        columns=[_("Days"), _("Allocated"), _("Held by")],
+        rows=rows,
+        unit=charts.unit(),
     )
-    return {
-        **FRAME.as_dict(),
-        "running": running_points,
-        "free_h": round(values.y(0) - values.y(pool.allocatable_instances), 2),
-        "y_allocatable": values.y(pool.allocatable_instances),
-        "y_total": values.y(pool.total_instances),
-        "shapes": mark_safe("".join(bands + columns)),  # noqa: S308 (numbers, our palette and escaped text)
-        "series": series,
-        "ticks_y": values.ticks(marks=(pool.allocatable_instances, pool.total_instances)),
-        "months": days.months(),
-        "today_x": days.x(today) if days.contains(today) else None,
-        "peak": peak,
-        "free_at_peak": pool.allocatable_instances - peak,
-    }
+    return {"chart": chart, "series": series, "peak": peak, "free_at_peak": pool.allocatable_instances - peak}

@@ -42,8 +42,8 @@ def test_the_program_dashboard_reads_at_1280(page, live_server, screenshot, demo
     assert page.locator("html").get_attribute("lang") == language
     table = page.locator("#usage-body table").first
     assert table.locator("tbody tr").count() == 12  # every demo organization
-    assert page.locator("svg.heatmap rect").count() > 12  # the utilization heatmap has cells
-    assert page.locator("svg polyline.line-running").count() >= 2  # a running line per pool (P5, Trn1)
+    assert page.locator('[data-chart="chart-heatmap"] svg').count() == 1  # the utilization heatmap (ECharts)
+    assert page.locator('[data-chart^="chart-pool-lines-"] svg').count() >= 2  # a chart per pool (P5, Trn1)
     screenshot(f"usage-program-{language}")
     assert page.evaluate(OVERFLOWING) == []
     idle = page.locator("#usage-body tr.attention")

@@ -8,6 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from tests.charts import chart_payload, series
 from tests.factories import ClusterFactory, JobFactory, NcclValidationFactory, SupportCaseFactory, WorkloadFactory
 from tests.validation.test_nccl import SRUN_LOG
 from workloads.models import Cluster, NcclValidation, ReporterToken
@@ -109,14 +110,19 @@ def test_the_interconnect_page_charts_the_latest_run_against_its_baseline(member
     record_validation(cluster=cluster, log=SRUN_LOG, nodes=2)
     response = member_client.get(f"/clusters/{cluster.pk}/interconnect/")
     assert response.status_code == 200
-    chart = response.context["chart"]
-    assert len(chart["size_ticks"]) >= 5 and chart["baseline_y"] < chart["suspect_y"]  # y grows downwards
+    option = chart_payload(response.text, "chart-nccl-chart")["option"]
     assert 'data-testid="nccl-chart"' in response.text
-    assert "16 GiB: 487.09 GB/s out-of-place, 487.26 GB/s in-place" in response.text  # both lines on hover
-    # Issue 23 item 9: the baseline and the suspect line say what they are where they are drawn, on round ticks.
-    assert chart["baseline_label"] == "baseline 487 GB/s" and chart["suspect_label"] == "suspect below 438 GB/s"
-    assert 'data-testid="baseline-label"' in response.text
-    assert [t["label"] for t in chart["value_ticks"]] == ["0", "100", "200", "300", "400", "500", "600"]
+    sizes = option["xAxis"]["data"]
+    assert sizes[0] == "8 B" and sizes[-1] == "16 GiB"  # a column per size of the log, 0 B left out
+    # Both lines on hover (one tooltip lists every series); the in-place line drawn over the wide out-of-place one.
+    assert series(option, "out-of-place")["data"][-1] == 487.09 and series(option, "in-place")["data"][-1] == 487.26
+    assert option["tooltip"]["trigger"] == "axis"
+    # The baseline and the suspect line say what they are where they are drawn; ECharts rounds the axis' ticks.
+    baseline = series(option, "baseline 487 GB/s")
+    assert baseline["markLine"]["label"]["formatter"] == "baseline 487 GB/s" and baseline["data"][0] == 487
+    suspect = series(option, "suspect below 438 GB/s")
+    assert suspect["markLine"]["label"]["formatter"] == "suspect below 438 GB/s"
+    assert '<th scope="row">16 GiB</th><td class="num">487.09</td><td class="num">487.26</td>' in response.text
     chosen = member_client.get(f"/clusters/{cluster.pk}/interconnect/", {"run": older.pk}).context["run"]
     assert chosen == older
     assert member_client.get(f"/clusters/{cluster.pk}/interconnect/", {"run": "x"}).status_code == 200

@@ -7,6 +7,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from tenants.models import Allocation, CapacityRequest
+from tests.charts import chart_payload, series
 from tests.factories import (
     AllocationFactory,
     CapacityPoolFactory,
@@ -333,38 +334,53 @@ def test_staff_pages_are_403_for_tenants(member_client, name):
     assert member_client.get(reverse(name)).status_code == 403
 
 
+def _timeline(client, pool) -> tuple[str, dict]:
+    page = client.get(reverse("pool-timeline", args=[pool.pk])).text
+    return page, chart_payload(page, "chart-pool-timeline")["option"]
+
+
 def test_pool_timeline_is_staff_only_and_draws_the_stack(manager_client, member_client, pool):
     a = AllocationFactory(pool=pool, instance_count=100, starts_on=date(2027, 1, 1), ends_on=date(2027, 3, 31))
     AllocationFactory(pool=pool, instance_count=20, starts_on=date(2027, 2, 1), ends_on=date(2027, 4, 30))
     assert member_client.get(reverse("pool-timeline", args=[pool.pk])).status_code == 403
     response = manager_client.get(reverse("pool-timeline", args=[pool.pk]))
     assert response.status_code == 200
-    assert "<svg" in response.text and a.organization.name in response.text
+    assert 'data-chart="chart-pool-timeline"' in response.text and a.organization.name in response.text
     assert "Peak allocated: 120 instances; free at the peak: 5." in response.text
-    # One band per organization (its name as the tooltip), however many allocations it holds, and a column per
-    # run of days where nothing changes, saying who holds what.
-    assert response.text.count("<polygon") == 2
     b = Allocation.objects.exclude(pk=a.pk).get()
-    assert f"<title>{a.organization.name}</title></polygon>" in response.text
-    assert f"2027-01-01 – 2027-01-31: 100 allocated ({a.organization.name} 100)" in response.text
-    assert (
-        f"2027-02-01 – 2027-03-31: 120 allocated ({a.organization.name} 100, {b.organization.name} 20)" in response.text
-    )
-    assert f"2027-04-01 – 2027-04-30: 20 allocated ({b.organization.name} 20)" in response.text
+    # One stacked series per organization, a value per day of the pool's window, however many allocations.
+    page, option = _timeline(manager_client, pool)
+    days = option["xAxis"]["data"]
+    assert days[0] == pool.starts_on.isoformat() and days[-1] == pool.ends_on.isoformat()
+    held_a, held_b = series(option, a.organization.name), series(option, b.organization.name)
+    assert held_a["stack"] == held_b["stack"] == "allocated"
+    assert held_a["data"][days.index("2027-01-01")] == 100 and held_a["data"][days.index("2027-04-01")] == 0
+    assert held_b["data"][days.index("2027-01-31")] == 0 and held_b["data"][days.index("2027-04-30")] == 20
+    # The allocatable and total lines, labelled with their values; the axis is ECharts' (round ticks).
+    allocatable = series(option, f"allocatable: {pool.allocatable_instances}")
+    assert set(allocatable["data"]) == {pool.allocatable_instances}
+    assert allocatable["markLine"]["label"]["formatter"] == f"allocatable: {pool.allocatable_instances}"
+    assert series(option, f"total: {pool.total_instances} (spare above allocatable)")["data"][0] == pool.total_instances
+    # The table beside the chart: a row per run of days where nothing changes, saying who holds what.
+    row = '<th scope="row">{}</th><td class="num">{}</td><td class="num">{}</td>'
+    assert row.format("2027-01-01 – 2027-01-31", 100, f"{a.organization.name} 100") in page
+    assert row.format("2027-02-01 – 2027-03-31", 120, f"{a.organization.name} 100, {b.organization.name} 20") in page
+    assert f"{b.organization.name} 20</td>" in page.split("2027-04-01 – 2027-04-30")[1]
 
 
-def test_the_pool_timeline_draws_as_many_shapes_for_many_allocations_as_for_few(manager_client, pool, org):
-    url = reverse("pool-timeline", args=[pool.pk])
+def test_the_pool_timeline_draws_as_many_series_for_many_allocations_as_for_few(manager_client, pool, org):
     AllocationFactory(
         pool=pool, organization=org, instance_count=1, starts_on=date(2027, 1, 1), ends_on=date(2027, 1, 9)
     )
-    few = manager_client.get(url).text.count("<polygon")
+    _page, few = _timeline(manager_client, pool)
     for n in range(40):  # the same org, forty more allocations on other days
         day = date(2027, 2, 1) + timedelta(days=2 * n)
         AllocationFactory(pool=pool, organization=org, instance_count=1 + n % 3, starts_on=day, ends_on=day)
-    page = manager_client.get(url).text
-    assert page.count("<polygon") == few == 1
-    assert page.count('class="hover"') <= (pool.ends_on - pool.starts_on).days + 1  # at most a column a day
+    page, many = _timeline(manager_client, pool)
+    assert [s["name"] for s in many["series"]] == [s["name"] for s in few["series"]]
+    window = (pool.ends_on - pool.starts_on).days + 1
+    assert all(len(s["data"]) == window for s in many["series"])  # a value a day, whatever the allocations
+    assert page.count("<tr>") <= window + 1  # the table: at most a row a day
 
 
 def test_pool_timeline_stacks_the_largest_orgs_and_the_rest_from_the_ledger(manager_client, pool):
@@ -378,13 +394,16 @@ def test_pool_timeline_stacks_the_largest_orgs_and_the_rest_from_the_ledger(mana
         AllocationFactory(pool=pool, instance_count=1, starts_on=date(2027, 1, 1 + n), ends_on=date(2027, 1, 10))
         for n in range(3)
     ]
-    page = manager_client.get(reverse("pool-timeline", args=[pool.pk])).text
+    page, option = _timeline(manager_client, pool)
     assert all(a.organization.name in page for a in big)
     assert all(a.organization.name not in page for a in small) and "3 other organizations" in page
-    # The others' stack from the ledger, runs of equal days merged: 1 on Jan 1, 2 on Jan 2, then 3 to the 10th.
+    # The others' stack from the ledger: 1 on Jan 1, 2 on Jan 2, then 3 to the 10th, nothing after.
+    days, others = option["xAxis"]["data"], series(option, "3 other organizations")["data"]
+    assert [others[days.index(f"2027-01-{d:02d}")] for d in (1, 2, 3, 10, 11)] == [1, 2, 3, 3, 0]
     total = sum(a.instance_count for a in big)
-    for days, others in (("2027-01-01", 1), ("2027-01-02", 2), ("2027-01-03 – 2027-01-10", 3)):
-        assert re.search(rf"{days}: {total + others} allocated \([^)]*, 3 other organizations {others}\)", page), days
+    for span, rest in (("2027-01-01", 1), ("2027-01-02", 2), ("2027-01-03 – 2027-01-10", 3)):
+        cells = rf'{span}</th><td class="num">{total + rest}</td><td[^>]*>[^<]*, 3 other organizations {rest}<'
+        assert re.search(cells, page), span
 
 
 def test_allocations_page_filters_and_revokes(manager_client, pool, org):

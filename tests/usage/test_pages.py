@@ -3,6 +3,7 @@ what, bad periods, and a bounded number of queries whatever the period."""
 
 import csv
 import io
+import re
 from datetime import date
 
 import pytest
@@ -10,6 +11,7 @@ import time_machine
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from tests.charts import chart_payload, series, values
 from tests.factories import MembershipFactory, OrganizationFactory
 from tests.usage.conftest import AFTER, allocate, jst, run
 from workloads.usage import rollups
@@ -201,15 +203,44 @@ def test_the_weekly_review_shows_the_weeks_usage_and_links_to_it(manager_client)
 
 
 def test_the_charts_follow_the_chosen_period(manager_client):
-    """Issue 23 item 9: choosing W10 showed "cost to date"; the charts are in the swapped body and about the period."""
+    """Choosing W10 showed "cost to date"; the charts are in the swapped body and about the period."""
     fragment = manager_client.get("/program/usage/?period=2027-W10", headers={"HX-Request": "true"})
     text = fragment.text
-    assert 'data-testid="cost-chart"' in text  # the htmx swap redraws the charts
+    assert 'data-chart="chart-cost-chart"' in text  # the htmx swap redraws the charts
     assert "Cost per organization: Week 2027-W10" in text and "Cost to date" not in text
-    assert "$5,309 / $33,792" in text  # Alpha's week: ran / allocated, the table's own figures
-    assert 'data-testid="heatmap-chosen"' in text  # the week is framed on the heatmap
+    cost = chart_payload(text, "chart-cost-chart")["option"]
+    alpha = cost["yAxis"]["data"].index("Alpha Lab")
+    assert values(series(cost, "allocated cost (what the program commits)")["data"])[alpha] == 33791.52
+    assert values(series(cost, "running cost (what ran)")["data"])[alpha] == 5309.2  # the table's own figures
+    assert "$5,309 / $33,792" in text  # at the bar's end and in the chart's table
+    # The week is framed on the heatmap (its cells outlined) and shaded on the pool lines.
+    heatmap = chart_payload(text, "chart-heatmap")["option"]
+    weeks = heatmap["xAxis"]["data"]
+    framed = {weeks[cell["value"][0]] for cell in heatmap["series"][0]["data"] if "itemStyle" in cell}
+    assert framed == {"27-W10"}
+    pools = re.findall(r'<script id="(chart-pool-lines-\d+)"', text)
+    assert pools and all(
+        "chosen period" in [s["name"] for s in chart_payload(text, key)["option"]["series"]] for key in pools
+    )
     whole = manager_client.get("/program/usage/?period=program").text
-    assert "$5,309 / $33,792" not in whole and 'data-testid="heatmap-chosen"' not in whole
+    assert "$5,309 / $33,792" not in whole
+    assert not any("itemStyle" in cell for cell in chart_payload(whole, "chart-heatmap")["option"]["series"][0]["data"])
+
+
+def test_the_heatmap_and_the_pool_lines_give_the_tables_figures(manager_client):
+    """A heatmap cell is the organization's week (running ÷ allocated), its tooltip and the chart's table say the
+    same, and the pool lines' week averages are the week's instance-hours over its 168 hours."""
+    text = manager_client.get("/program/usage/?period=2027-W10").text
+    heatmap = chart_payload(text, "chart-heatmap")["option"]
+    alpha = heatmap["yAxis"]["data"].index("Alpha Lab")
+    week = heatmap["xAxis"]["data"].index("27-W10")
+    cell = next(c for c in heatmap["series"][0]["data"] if c["value"][:2] == [week, alpha])
+    assert cell["value"][2] == 18.2 and cell["url"] == "/orgs/alpha/usage/"
+    assert cell["name"] == "Alpha Lab · 2027-W10: 18% (144 of 792 instance-hours)"
+    assert [piece["label"] for piece in heatmap["visualMap"]["pieces"]] == [
+        "no allocation", "under 25%", "25–50%", "50–75%", "75% and over",
+    ]  # fmt: skip
+    assert '<td class="num">18%</td>' in text
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ import time_machine
 from django.db.models import Sum
 
 from tenants.models import Allocation
+from tests.charts import chart_payload
 from tests.factories import OrganizationFactory
 from tests.usage.conftest import allocate, jst, run
 from workloads.usage import rollups
@@ -59,18 +60,20 @@ def test_idle_organizations_come_first_and_the_rest_is_paged(manager_client, man
 @pytest.mark.django_db
 def test_the_heatmap_draws_the_page_and_the_others_in_one_row(manager_client, many):
     html = manager_client.get("/program/usage/?period=2027-W10").text
-    heatmap = html.split('class="chart heatmap"')[1].split("</svg>")[0]
-    labels = re.findall(r'class="tick row-label"[^>]*>([^<]+)</text>', heatmap)
+    option = chart_payload(html, "chart-heatmap")["option"]
+    labels = option["yAxis"]["data"]
     assert len(labels) == 21 and labels[-1] == "Other organizations (25)"
     # The others' cell for W10: the program's running hours less the 20 organizations drawn.
     shown = rows_of(html)
     week = UsageDay.objects.filter(day__gte=date(2027, 3, 8), day__lte=date(2027, 3, 14))
     others = week.exclude(organization__name__in=shown).aggregate(r=Sum("running_microseconds"))["r"]
-    assert "Other organizations (25) · 2027-W10: " in heatmap
-    cell = re.search(r"Other organizations \(25\) · 2027-W10: [^(]*\(([\d,]+) of", heatmap).group(1)
-    assert cell == f"{others / 3_600_000_000:,.0f}"
-    bars = html.split("Cost per organization: ")[1]  # the chosen period's: the table's figures
-    assert "Other organizations (25)" in bars
+    details = [cell["name"] for cell in option["series"][0]["data"]]
+    cell = [d for d in details if d.startswith("Other organizations (25) · 2027-W10: ")]
+    assert len(cell) == 1
+    running = re.search(r"\(([\d,]+) of", cell[0]).group(1)
+    assert running == f"{others / 3_600_000_000:,.0f}"
+    bars = chart_payload(html, "chart-cost-chart")["option"]
+    assert "Other organizations (25)" in bars["yAxis"]["data"]
 
 
 def table_rows(html: str) -> list[dict]:

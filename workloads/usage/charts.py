@@ -1,6 +1,6 @@
-"""Geometry of the usage charts (server-rendered SVG, like the pool timeline; portal.charts draws frames and
-scales): the utilization heatmap per organization and week, each pool's capacity against allocated and running
-over time, cost to date per organization, and an organization's allocated against running per day."""
+"""The usage charts (ECharts options, see portal.charts): the utilization heatmap per organization and week, each
+pool's capacity against allocated and running over time, the chosen period's cost per organization, and an
+organization's allocated against running per day."""
 
 from __future__ import annotations
 
@@ -12,12 +12,11 @@ from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from portal.charts import Frame, ValueScale, nice_ceiling
+from portal import charts
 from portal.periods import day_start, iso_week
-from workloads.usage.definitions import MICROSECONDS_PER_HOUR, hours, usd
+from workloads.usage.definitions import hours, usd
 from workloads.usage.reports import Figures
 
-DAY_MICROSECONDS = 24 * MICROSECONDS_PER_HOUR
 # Utilization bands, low to high: a reviewer reads the colour before the number.
 BANDS = [
     (Decimal("0.25"), "#d92d20", gettext_lazy("under 25%")),
@@ -26,6 +25,7 @@ BANDS = [
     (None, "#2e9f4a", gettext_lazy("75% and over")),
 ]
 NO_ALLOCATION = "#eef1f4"
+ALLOCATED_BAR = "#e8f1fb"
 
 
 def elapsed(bucket: date, days: int, *, first: date, as_of: datetime) -> int:
@@ -56,7 +56,7 @@ class Row:
     url: str = ""
 
 
-HEATMAP_RIGHT = 48  # room for the last week's label ("26-W48" is about 40 px at 11 px), which was cut
+NO_ALLOCATION_VALUE = -1  # a heatmap cell's value when nothing was allocated that week
 
 
 def heatmap(
@@ -65,14 +65,15 @@ def heatmap(
     cells: dict[tuple[int, date], Figures],
     *,
     chosen: tuple[date, date] | None = None,
-) -> dict:
-    """One row per organization, one column per ISO week, coloured by utilization; the weeks of the `chosen`
-    period (first, last day) framed, so the chart says which weeks the table above is about."""
-    label_w, row_h, top = 200, 22, 28
-    cell_w = max(8, min(32, (960 - label_w - HEATMAP_RIGHT) // max(len(weeks), 1)))
-    width = label_w + cell_w * len(weeks) + HEATMAP_RIGHT
-    shapes = []
+) -> charts.Chart:
+    """One row per organization, one column per ISO week, coloured by utilization band (the legend picks bands);
+    the weeks of the `chosen` period (first, last day) outlined, so the chart says which weeks the table above is
+    about. Hovering a cell says its figures; clicking it opens the organization's usage."""
+    labels = [iso_week(week)[2:] for week in weeks]
+    outline = bool(chosen) and not all(_overlaps(week, 7, chosen) for week in weeks)
+    data, table = [], []
     for y_index, row in enumerate(rows):
+        line = [(row.label, row.url)]
         for x_index, week in enumerate(weeks):
             figures = cells.get((row.key, week))
             ratio = figures.utilization if figures else None
@@ -88,41 +89,82 @@ def heatmap(
                     "allocated": f"{hours(figures.allocated):,.0f}",
                 }
             )
-            shapes.append(
-                {
-                    "x": label_w + x_index * cell_w,
-                    "y": top + y_index * row_h,
-                    "w": cell_w - 2,
-                    "h": row_h - 2,
-                    "color": band(ratio),
-                    "title": detail,
-                }
-            )
-    every = max(1, (len(weeks) * 40) // max(width - label_w, 1) + 1)  # a label every few weeks, never crowded
-    labels = [
-        {"x": label_w + i * cell_w, "label": iso_week(week)[2:]} for i, week in enumerate(weeks) if i % every == 0
-    ]
-    chosen_x = [label_w + i * cell_w for i, week in enumerate(weeks) if chosen and _overlaps(week, 7, chosen)]
-    height = top + row_h * max(len(rows), 1) + 4
-    return {
-        "width": width,
-        "height": height,
-        "label_w": label_w,
-        "chosen": (
-            {"x": chosen_x[0] - 1, "w": chosen_x[-1] - chosen_x[0] + cell_w, "y": top - 2, "h": height - top}
-            if chosen_x and len(chosen_x) < len(weeks)
-            else None
-        ),
-        "rows": [{"y": top + i * row_h + row_h / 2, "label": r.label, "url": r.url} for i, r in enumerate(rows)],
-        "cells": shapes,
-        "weeks": labels,
-        "bands": [{"color": c, "label": label} for _limit, c, label in BANDS]
-        + [{"color": NO_ALLOCATION, "label": _("no allocation")}],
+            cell: dict = {
+                "value": [x_index, y_index, NO_ALLOCATION_VALUE if ratio is None else round(float(ratio) * 100, 1)],
+                "name": detail,
+            }
+            if row.url:
+                cell["url"] = row.url
+            if outline and _overlaps(week, 7, chosen):
+                cell["itemStyle"] = {"borderColor": charts.TOTAL, "borderWidth": 2}
+            data.append(cell)
+            line.append(percent(ratio))
+        table.append(line)
+    pieces = [{"value": NO_ALLOCATION_VALUE, "color": NO_ALLOCATION, "label": str(_("no allocation"))}]
+    low = 0
+    for limit, color, label in BANDS:
+        piece = {"gte": low, "color": color, "label": str(label)}
+        if limit is not None:
+            piece["lt"] = low = float(limit) * 100
+        pieces.append(piece)
+    option = charts.base_option(filename="utilization-heatmap", legend=False)
+    option["tooltip"] = {"trigger": "item", "formatter": "{b}", "confine": True}
+    option["toolbox"].update(top="auto", bottom=0)  # at the top right it covered the last week's label
+    # Room for the organizations' names at the left (cut at 190 px), the weeks above and the bands' legend under.
+    option["grid"] = {"left": 200, "right": 24, "top": 28, "bottom": 40, "containLabel": False}
+    option["xAxis"] = charts.category_axis(labels, position="top", splitArea={"show": False})
+    option["xAxis"]["name"] = ""
+    option["yAxis"] = {
+        "type": "category",
+        "data": [row.label for row in rows],
+        "inverse": True,
+        "axisLabel": {"width": 190, "overflow": "truncate"},
     }
+    option["visualMap"] = {
+        "type": "piecewise",
+        "dimension": 2,
+        "pieces": pieces,
+        "orient": "horizontal",
+        "left": 0,
+        "bottom": 0,
+        "itemGap": 16,
+    }
+    option["series"] = [
+        {
+            "type": "heatmap",
+            "name": str(_("Utilization")),
+            "data": data,
+            "itemStyle": {"borderColor": "#fff", "borderWidth": 2, "borderRadius": 2},
+        }
+    ]
+    return charts.Chart(
+        key="heatmap",
+        label=_("Running ÷ allocated instance-hours, per organization and ISO week"),
+        option=option,
+        height=90 + 26 * max(len(rows), 1),
+        columns=[_("Organization"), *labels],
+        rows=table,
+    )
 
 
 def _overlaps(bucket: date, days: int, chosen: tuple[date, date]) -> bool:
     return bucket <= chosen[1] and bucket + timedelta(days=days - 1) >= chosen[0]
+
+
+def chosen_band(labels: list[str], chosen: list[bool], *, name: str) -> dict:
+    """The chosen period's weeks shaded behind the lines: a bar filling each chosen week's column, on an axis of its
+    own, left out of the tooltip."""
+    return {
+        "type": "bar",
+        "name": name,
+        "yAxisIndex": 1,
+        "data": [1 if c else None for c in chosen],
+        "barWidth": "100%",
+        "color": charts.CHOSEN,
+        "silent": True,
+        "tooltip": {"show": False},
+        "z": 0,
+    }
 
 
 def pool_lines(
@@ -133,131 +175,163 @@ def pool_lines(
     first: date,
     as_of: datetime,
     chosen: tuple[date, date] | None = None,
-) -> dict:
-    """A pool's week-average instances: its capacity, what was allocated and what ran; a point per week carries
-    the three values on hover, and the `chosen` period's weeks are shaded."""
-    frame = Frame(height=200, bottom=36)
-    values = ValueScale(frame, max(capacity, 1))
-    step = frame.plot_w / max(len(weeks), 1)
-
-    def x(index: int) -> float:
-        return round(frame.left + step * (index + 0.5), 2)
-
-    allocated, running, points = [], [], []
-    for index, week in enumerate(weeks):
+    key: str = "pool",
+) -> charts.Chart:
+    """A pool's week-average instances: its capacity, what was allocated and what ran; hovering a week gives the
+    three values, and the `chosen` period's weeks are shaded."""
+    labels = [iso_week(week)[2:] for week in weeks]
+    allocated, running, table = [], [], []
+    for week in weeks:
         figures = by_week.get(week, Figures())
         length = elapsed(week, 7, first=first, as_of=as_of)  # the first and current weeks are partial
-        allocated_avg, running_avg = figures.allocated / length, figures.running / length
-        allocated.append(f"{x(index)},{values.y(min(capacity, allocated_avg))}")
-        running.append(f"{x(index)},{values.y(min(capacity, running_avg))}")
-        points.append(
-            {
-                "x": round(frame.left + step * index, 2),
-                "w": round(step, 2),
-                "running_x": x(index),
-                "running_y": values.y(min(capacity, running_avg)),
-                "chosen": bool(chosen and _overlaps(week, 7, chosen)),
-                "title": _("%(week)s: %(running)s running, %(allocated)s allocated, capacity %(capacity)s (instances)")
-                % {
-                    "week": iso_week(week),
-                    "running": f"{running_avg:,.1f}",
-                    "allocated": f"{allocated_avg:,.1f}",
-                    "capacity": capacity,
-                },
-            }
-        )
-    if all(p["chosen"] for p in points):  # the whole program is chosen: nothing to set apart
-        for p in points:
-            p["chosen"] = False
-    return {
-        **frame.as_dict(),
-        "y_capacity": values.y(capacity),
-        "ticks_y": values.ticks(marks=(capacity,), count=4),
-        "allocated": " ".join(allocated),
-        "running": " ".join(running),
-        "points": points,
-        "labels": [
-            {"x": x(i), "label": iso_week(w)[2:]} for i, w in enumerate(weeks) if i % max(1, len(weeks) // 8) == 0
-        ],
-    }
+        allocated.append(round(float(figures.allocated / length), 1))
+        running.append(round(float(figures.running / length), 1))
+        table.append([(iso_week(week), ""), f"{allocated[-1]:,.1f}", f"{running[-1]:,.1f}", f"{capacity:,}"])
+    picked = [bool(chosen and _overlaps(week, 7, chosen)) for week in weeks]
+    if all(picked):  # the whole program is chosen: nothing to set apart
+        picked = [False] * len(weeks)
+    option = charts.base_option(filename=f"pool-weeks-{key}")
+    option["grid"]["right"] = 32
+    option["xAxis"] = charts.category_axis(labels, name=_("ISO week"))
+    option["yAxis"] = [charts.value_axis(_("instances")), {"type": "value", "show": False, "min": 0, "max": 1}]
+    option["series"] = [
+        {
+            "type": "line",
+            "name": _("allocated (week average)"),
+            "data": allocated,
+            "symbol": "none",
+            "color": charts.ALLOCATED,
+            "lineStyle": {"width": 6, "color": charts.ALLOCATED},
+            "z": 2,
+        },
+        {
+            "type": "line",
+            "name": _("running (week average)"),
+            "data": running,
+            "symbolSize": 6,
+            "color": charts.RUNNING,
+            "lineStyle": {"width": 2.5},
+            "z": 3,
+        },
+        charts.reference_line(
+            _("capacity (pool total)"),
+            capacity,
+            len(weeks),
+            label=_("capacity %(n)s") % {"n": f"{capacity:,}"},
+            color=charts.TOTAL,
+        ),
+    ]
+    if any(picked):
+        option["series"].append(chosen_band(labels, picked, name=_("chosen period")))
+    return charts.Chart(
+        key=f"pool-lines-{key}",
+        label=_("Weekly average instances: capacity, allocated and running"),
+        option=option,
+        height=260 + charts.fit_legend(option),
+        columns=[_("ISO week"), _("allocated (week average)"), _("running (week average)"), _("capacity")],
+        rows=table,
+        unit=charts.unit(digits=1),
+    )
 
 
-def cost_bars(rows: list[tuple[Row, Figures]]) -> dict:
-    """Per organization: allocated cost over the chosen period, with the part that ran filled in."""
-    label_w, bar_h, gap, right = 200, 16, 8, 180  # right: room for "$1,234,567 / $1,234,567"
-    top = 8
-    most = max((f.allocated_cost for _row, f in rows), default=0) or 1
-    plot_w = 960 - label_w - right
-    bars = []
-    for index, (row, figures) in enumerate(rows):
-        y = top + index * (bar_h + gap)
-        bars.append(
-            {
-                "y": y,
-                "label_y": y + bar_h / 2,
-                "label": row.label,
-                "url": row.url,
-                "allocated_w": round(plot_w * figures.allocated_cost / most, 2),
-                "running_w": round(plot_w * min(figures.running_cost, figures.allocated_cost) / most, 2),
-                "amount": f"${usd(figures.allocated_cost):,.0f}",
-                "ran": f"${usd(figures.running_cost):,.0f}",
-                "amount_x": label_w + round(plot_w * figures.allocated_cost / most, 2) + 6,
-            }
-        )
-    return {
-        "width": 960,
-        "height": top + len(rows) * (bar_h + gap) + 4,
-        "label_w": label_w,
-        "bar_h": bar_h,
-        "bars": bars,
+def cost_bars(rows: list[tuple[Row, Figures]], *, period: str) -> charts.Chart:
+    """Per organization: allocated cost over the chosen period, with the part that ran over it, and both amounts
+    at the bar's end."""
+    names, allocated, running, table = [], [], [], []
+    for row, figures in rows:
+        amount, ran = usd(figures.allocated_cost), usd(figures.running_cost)
+        text = f"${ran:,.0f} / ${amount:,.0f}"
+        names.append(row.label)
+        item: dict = {"value": float(amount), "label": {"show": True, "position": "right", "formatter": text}}
+        if row.url:
+            item["url"] = row.url
+        allocated.append(item)
+        running.append({"value": float(min(ran, amount)), **({"url": row.url} if row.url else {})})
+        table.append([(row.label, row.url), f"${amount:,.2f}", f"${ran:,.2f}", text])
+    option = charts.base_option(filename="cost-per-organization")
+    # Room for the organizations' names at the left and "$1,234,567 / $1,234,567" at the right.
+    option["grid"].update(left=200, right=150, bottom=48, containLabel=False)
+    option["xAxis"] = charts.value_axis(_("USD"), across=True)
+    option["yAxis"] = {
+        "type": "category",
+        "data": names,
+        "inverse": True,
+        "axisLabel": {"width": 190, "overflow": "truncate"},
     }
+    option["series"] = [
+        {
+            "type": "bar",
+            "name": _("allocated cost (what the program commits)"),
+            "data": allocated,
+            "color": "#e8f1fb",
+            "itemStyle": {"borderColor": "#1f5fae", "borderWidth": 0.5},
+            "barWidth": 16,
+            "label": {"color": charts.TEXT},
+        },
+        {
+            "type": "bar",
+            "name": _("running cost (what ran)"),
+            "data": running,
+            "color": charts.RUNNING,
+            "barWidth": 16,
+            "barGap": "-100%",  # over the allocated bar: the part of the commitment that ran
+        },
+    ]
+    return charts.Chart(
+        key="cost-chart",
+        label=_("Allocated cost per organization in %(period)s (USD), the part that ran over it") % {"period": period},
+        option=option,
+        height=100 + 26 * max(len(rows), 1) + charts.fit_legend(option),
+        columns=[_("Organization"), _("Allocated cost"), _("Running cost"), _("amounts in USD: running / allocated")],
+        rows=table,
+        unit=charts.unit(prefix="$"),
+    )
 
 
 def daily_bars(
     days: list[date], by_day: dict[date, Figures], *, first: date, as_of: datetime, weekly: bool = False
-) -> dict:
-    """Allocated (outline) against running (filled) per day — or per week when the period is long — as the
+) -> charts.Chart:
+    """Allocated (pale) against running (filled over it) per day — or per week when the period is long — as the
     average number of instances over the part of the day or week that has passed."""
-    frame = Frame(height=240)
-    lengths = {day: elapsed(day, 7 if weekly else 1, first=first, as_of=as_of) for day in days}
-    most = max([max(f.allocated, f.running) / lengths.get(day, DAY_MICROSECONDS) for day, f in by_day.items()] + [1])
-    values = ValueScale(frame, nice_ceiling(max(float(most), 1.0), count=4))  # the axis ends on a round tick
-    band_w = frame.plot_w / max(len(days), 1)
-    bars = []
-    for index, day in enumerate(days):
+    labels, allocated, running, table = [], [], [], []
+    for day in days:
         figures = by_day.get(day, Figures())
-        x = round(frame.left + band_w * index, 2)
-        allocated_avg, running_avg = figures.allocated / lengths[day], figures.running / lengths[day]
-        bars.append(
-            {
-                "x": x,
-                "w": round(max(band_w - 1, 0.5), 2),
-                "allocated_y": values.y(allocated_avg),
-                "allocated_h": round(values.y(0) - values.y(allocated_avg), 2),
-                "running_y": values.y(running_avg),
-                "running_h": round(values.y(0) - values.y(running_avg), 2),
-                "title": _("%(day)s: %(running)s of %(allocated)s instance-hours ran")
-                % {
-                    "day": iso_week(day) if weekly else date_format(day, "Y-m-d"),
-                    "running": f"{hours(figures.running):,.1f}",
-                    "allocated": f"{hours(figures.allocated):,.1f}",
-                },
-            }
+        length = elapsed(day, 7 if weekly else 1, first=first, as_of=as_of)
+        labels.append(iso_week(day) if weekly else date_format(day, "Y-m-d"))
+        allocated.append(round(float(figures.allocated / length), 1))
+        running.append(round(float(figures.running / length), 1))
+        table.append(
+            [
+                (labels[-1], ""),
+                f"{allocated[-1]:,.1f}",
+                f"{running[-1]:,.1f}",
+                f"{hours(figures.allocated):,.1f}",
+                f"{hours(figures.running):,.1f}",
+            ]
         )
-    every = max(1, len(days) // 8)
-    return {
-        **frame.as_dict(),
-        "bars": bars,
-        "ticks_y": values.ticks(count=4),
-        "labels": [
-            {
-                "x": round(frame.left + band_w * (i + 0.5), 2),
-                "label": iso_week(d)[2:] if weekly else date_format(d, "m-d"),
-            }
-            for i, d in enumerate(days)
-            if i % every == 0
+    option = charts.base_option(filename="usage-by-week" if weekly else "usage-by-day")
+    option["xAxis"] = charts.category_axis(labels, name=_("ISO week") if weekly else _("date (program time)"))
+    option["yAxis"] = charts.value_axis(_("instances (average)"))
+    option["series"] = [
+        {"type": "bar", "name": _("allocated"), "data": allocated, "color": ALLOCATED_BAR, "barGap": "-100%",
+         "itemStyle": {"borderColor": "#1f5fae", "borderWidth": 0.5}},
+        {"type": "bar", "name": _("running"), "data": running, "color": charts.RUNNING, "barGap": "-100%"},
+    ]  # fmt: skip
+    return charts.Chart(
+        key="usage-chart",
+        label=_("Allocated against running, average instances"),
+        option=option,
+        height=300 + charts.fit_legend(option),
+        columns=[
+            _("ISO week") if weekly else _("Day"),
+            _("allocated (average instances)"),
+            _("running (average instances)"),
+            _("allocated (instance-hours)"),
+            _("running (instance-hours)"),
         ],
-    }
+        rows=table,
+        unit=charts.unit(digits=1),
+    )
 
 
 def weeks_between(first: date, last: date) -> list[date]:

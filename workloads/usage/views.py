@@ -221,11 +221,14 @@ def _program_charts(report, program: Program, rows, *, shown: list, period: Peri
                     first=first,
                     as_of=timezone.now(),
                     chosen=chosen,
+                    key=str(p.pool.pk),
                 ),
             }
             for p in report.pools
         ],
-        "cost_chart": charts.cost_bars(sorted(bars, key=lambda pair: (-pair[1].allocated_cost, pair[0].label))),
+        "cost_chart": charts.cost_bars(
+            sorted(bars, key=lambda pair: (-pair[1].allocated_cost, pair[0].label)), period=period.label
+        ),
     }
 
 
