@@ -231,15 +231,22 @@ def _event(cluster, node, reading: GpuReading, kind, source, now) -> HealthEvent
 
 @transaction.atomic
 def ingest_exporter_text(*, cluster: Cluster, text: str, host: str = "", now: datetime | None = None) -> Outcome:
-    """One node's dcgm-exporter scrape, posted by the cluster. The node is named by the samples (their instance id
-    or Hostname label) or by `host` (the Slurm node it was scraped from); a node the portal does not know is a 400.
-    Throttling is judged against the previous scrape posted for the node, at least MIN_WINDOW earlier."""
+    """One node's dcgm-exporter or Neuron exporter scrape, or one neuron-monitor JSON report, posted by the
+    cluster. The node is named by the samples (their instance id or Hostname label) or by `host` (the Slurm node it
+    was scraped from); a node the portal does not know is a 400. Throttling is judged against the previous scrape
+    posted for the node, at least MIN_WINDOW earlier."""
     now = now or timezone.now()
+    report = neuron.is_report(text)
     with field_errors("metrics"):
-        pairs = sample_pairs(parse_exposition(text).samples)
+        # neuron-monitor's own JSON report is read into the exporter's series.
+        pairs = neuron.report_pairs(text) if report else sample_pairs(parse_exposition(text).samples)
         if neuron.is_neuron(pairs):  # the Neuron exporter's own process series name no node: only its rules' count
             pairs = [(labels, value) for labels, value in pairs if labels.get("__name__") in neuron.FAMILIES]
         names = {host_of(labels, host or None) for labels, _value in pairs}
+    if report and not pairs:
+        raise ValidationError(
+            {"metrics": _("The neuron-monitor report holds no Neuron readings: enable its neuron_hw_counters group.")}
+        )
     if not pairs:  # nothing read is not "all normal": an empty or cut body must clear no condition
         raise ValidationError({"metrics": _("The exporter text has no samples: post a whole /metrics scrape.")})
     index = HostIndex(ClusterNode.objects.for_org(cluster.organization).filter(cluster=cluster),
@@ -253,6 +260,14 @@ def ingest_exporter_text(*, cluster: Cluster, text: str, host: str = "", now: da
     by_node: dict[ClusterNode, list[Pair]] = defaultdict(list)
     for labels, value in pairs:
         by_node[nodes[host_of(labels, host or None)]].append((labels, value))
+    if report:  # the report says which instance type wrote it: a different node's is not this one's
+        for node, node_pairs in by_node.items():
+            said = node_pairs[0][0].get("instance_type")
+            if said and said != node.instance_type:
+                raise ValidationError(
+                    {"metrics": _("The report comes from a %(said)s; %(node)s is a %(type)s.")
+                     % {"said": said[:40], "node": node.hostname or node.instance_id, "type": node.instance_type}}
+                )  # fmt: skip
     catalog = gpu_catalog()
     readings = {}
     for node, node_pairs in by_node.items():
