@@ -175,13 +175,16 @@ def apply_readings(
         for gpu, kinds in reading.unsupported.items():  # a blank says nothing: what was open stays open
             still.update(key for key in open_events if key[0] == node.instance_id and (key[1], key[2]) in
                          {(gpu, kind) for kind in kinds})  # fmt: skip
+    catalog = gpu_catalog() if silent else {}
     for node in silent:
         still.update(key for key in open_events if key[0] == node.instance_id)
         key = (node.instance_id, None, Kind.EXPORTER_SILENT)
         if key not in open_events:
-            message = _("The GPU exporter on %(node)s sent nothing while the cluster's other nodes did.") % {
-                "node": node.hostname or node.instance_id
-            }
+            if neuron.expected_counts(node.instance_type, catalog) is not None:
+                said = _("The Neuron monitor on %(node)s sent nothing while the cluster's other nodes did.")
+            else:
+                said = _("The GPU exporter on %(node)s sent nothing while the cluster's other nodes did.")
+            message = said % {"node": node.hostname or node.instance_id}
             new.append(
                 HealthEvent(organization=org, cluster=cluster, node=node, instance_id=node.instance_id,
                             group_name=node.group_name, kind=Kind.EXPORTER_SILENT,
