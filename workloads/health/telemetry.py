@@ -36,6 +36,7 @@ from workloads.health.dcgm import (
 from workloads.health.incidents import report_health
 from workloads.health.models import HealthEvent, PrometheusSource
 from workloads.telemetry_errors import field_errors
+from workloads.usage.utilization import record_utilization
 
 Kind = HealthEvent.Kind
 KINDS = {
@@ -199,10 +200,13 @@ def apply_readings(
         if node.gpu_unsupported != unsupported:  # usually unchanged from the last read: no write
             node.gpu_unsupported = unsupported
             ClusterNode.objects.filter(pk=node.pk).update(gpu_unsupported=unsupported)
+    busy = {node: reading.utilization for node, reading in readings.items() if reading.utilization is not None}
+    if busy:  # before gpu_read_at moves: each reading stands for the time since the node's previous one
+        accelerators = {name: count for name, (_accelerator, count, _ranks) in gpu_catalog().items()}
+        record_utilization(cluster, busy, accelerators=accelerators, now=now)
     ClusterNode.objects.filter(pk__in=[node.pk for node in readings]).update(gpu_read_at=now)
-    for node, reading in readings.items():
-        if reading.utilization is not None:
-            ClusterNode.objects.filter(pk=node.pk).update(accelerator_utilization=reading.utilization)
+    for node, utilization in busy.items():
+        ClusterNode.objects.filter(pk=node.pk).update(accelerator_utilization=utilization)
     HealthEvent.objects.bulk_update(resolved, ["resolved_at"])  # first: the new may take their place
     HealthEvent.objects.bulk_create(new)
     report_health(cluster, opened=new, cleared=[e for e in resolved if e.kind != Kind.EXPORTER_SILENT])
