@@ -10,7 +10,8 @@
   labels) read by `parse_exposition` and classified, without the database.
 - Trainium health: 24 trn1.32xlarge nodes × 16 Neuron devices, each node posting its Neuron monitor exporter text
   (the real trn1n scrape of tests/samples, with ECC counters for 16 devices and utilization for 32 NeuronCores) to
-  /api/v1/clusters/{id}/health/ingest/ with the reporter token: the 24 posts' time and SQL queries, then again.
+  /api/v1/clusters/{id}/health/ingest/ with the reporter token: the 24 posts' time and SQL queries, then again; then
+  the same readings as neuron-monitor's own JSON report (the real trn1 report of tests/samples, widened to 16 devices).
 
 Times are medians of REPEAT runs (this machine's timings vary by tens of percent from run to run).
 """
@@ -234,6 +235,26 @@ def neuron_text(instance_id: str, *, uncorrected_on: int | None) -> str:
     return sample + "\n".join(lines) + "\n"
 
 
+def neuron_report(instance_id: str, *, uncorrected_on: int | None) -> str:
+    """The same node's readings as one neuron-monitor JSON report: the real trn1 report of tests/samples widened to
+    a trn1.32xlarge's 16 devices and 32 NeuronCores."""
+    import json
+
+    report = json.loads(
+        (Path(__file__).parent.parent / "tests" / "samples" / "neuron_monitor_report_trn1.json").read_text()
+    )
+    report["instance_info"].update(instance_id=instance_id, instance_type="trn1.32xlarge")
+    report["neuron_hardware_info"].update(neuron_device_count=NEURON_DEVICES, neuroncore_per_device_count=2)
+    report["system_data"]["neuron_hw_counters"]["neuron_devices"] = [
+        {"neuron_device_index": device, "mem_ecc_corrected": 0, "mem_ecc_uncorrected": 0, "sram_ecc_corrected": 0,
+         "sram_ecc_uncorrected": 1 if device == uncorrected_on else 0}
+        for device in range(NEURON_DEVICES)
+    ]  # fmt: skip
+    counters = report["neuron_runtime_data"][0]["report"]["neuroncore_counters"]
+    counters["neuroncores_in_use"] = {str(core): {"neuroncore_utilization": 10.0 * (core % 10)} for core in range(32)}
+    return json.dumps(report)
+
+
 def neuron_health(org, member) -> None:
     from django.test import Client
 
@@ -249,9 +270,13 @@ def neuron_health(org, member) -> None:
     client = Client(HTTP_AUTHORIZATION=f"Token {key}")
     url = f"/api/v1/clusters/{cluster.pk}/health/ingest/"
     bodies = [neuron_text(node.instance_id, uncorrected_on=3 if n == 5 else None) for n, node in enumerate(nodes)]
-    print(f"  {sum(b.count(chr(10)) for b in bodies):,} exporter lines, {sum(map(len, bodies)) / 2**20:.1f} MB")
+    reports = [neuron_report(node.instance_id, uncorrected_on=3 if n == 5 else None) for n, node in enumerate(nodes)]
+    print(f"  {sum(b.count(chr(10)) for b in bodies):,} exporter lines, {sum(map(len, bodies)) / 2**20:.1f} MB; "
+          f"as neuron-monitor JSON reports {sum(map(len, reports)) / 2**20:.1f} MB")  # fmt: skip
     runs = []
-    for label in ("first read", "same readings again"):
+    for label in ("first read", "same readings again", "as JSON reports"):
+        if label == "as JSON reports":
+            bodies = reports
         repeat = []
         for _ in range(REPEAT if label != "first read" else 1):
             with measured() as m:

@@ -4,7 +4,7 @@ import pytest
 from django.utils import timezone
 
 from tenants.models import StaffRole
-from tests.factories import ClusterFactory, StaffRoleFactory
+from tests.factories import ClusterFactory, ClusterNodeFactory, StaffRoleFactory
 from workloads.models import Cluster, ClusterNode
 
 pytestmark = pytest.mark.django_db
@@ -127,10 +127,29 @@ def test_nodes_are_listed_with_pagination(member_api, org):
     assert [n["hostname"] for n in body["results"]] == [None, "ip-10-1-0-1", "ip-10-1-0-2"]
 
 
+def test_nodes_give_the_neuron_utilization_a_post_kept(member_api, org, catalog):
+    from pathlib import Path
+
+    cluster = ClusterFactory(organization=org)
+    node = ClusterNodeFactory(cluster=cluster, instance_id="i-09db9b55e0095612f", instance_type="trn1n.32xlarge")
+    listed = member_api.get(f"/api/v1/clusters/{cluster.pk}/nodes/").json()["results"][0]
+    assert (listed["accelerator_utilization"], listed["accelerator_read_at"]) == (None, None)
+    scrape = Path(__file__).parent.parent / "samples" / "neuron_monitor_prometheus_trn1n.txt"
+    posted = member_api.post(f"/api/v1/clusters/{cluster.pk}/health/ingest/", {"metrics": scrape.read_text()},
+                             format="json")  # fmt: skip
+    assert posted.status_code == 200, posted.json()
+    listed = member_api.get(f"/api/v1/clusters/{cluster.pk}/nodes/").json()["results"][0]
+    assert listed["instance_id"] == node.instance_id
+    assert listed["accelerator_utilization"] == pytest.approx(0.1 / 32)  # one core of 32 at 10 %
+    assert listed["accelerator_read_at"] is not None
+
+
 def test_schema_documents_the_node_host_name(client):
     schema = client.get("/api/schema/?format=json").json()["components"]["schemas"]["ClusterNode"]
     hostname = schema["properties"]["hostname"]
     assert hostname["type"] == "string" and hostname.get("nullable") is True and hostname["readOnly"] is True
+    utilization = schema["properties"]["accelerator_utilization"]
+    assert utilization["type"] == "number" and utilization.get("nullable") is True and utilization["readOnly"] is True
 
 
 def test_support_engineer_cannot_create_or_delete(api_client, org, allocation):

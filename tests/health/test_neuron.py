@@ -178,3 +178,22 @@ def test_a_real_prometheus_poll_reads_the_neuron_families(prometheus, cluster):
     events = set(HealthEvent.objects.values_list("kind", "gpu", "source"))
     assert events == {("neuron_ecc_uncorrected", 4, "prometheus"), ("neuron_device_missing", 15, "prometheus")}
     assert cluster.nodes.get().accelerator_utilization == pytest.approx(0.64 / 32)
+
+
+def test_a_trainium_node_whose_neuron_monitor_goes_silent_is_a_warning(cluster):
+    quiet = ClusterNodeFactory(cluster=cluster, instance_id="i-0quiet0000000001", instance_type="trn1n.32xlarge",
+                               hostname="ip-10-2-0-2.ec2.internal")  # fmt: skip
+    source = PrometheusSource.objects.create(name="program AMP", url="http://prometheus.example:9090")
+    current = sample_pairs(parse_exposition(SAMPLE.read_text() + ecc({})).samples)
+    outcome = apply_source(source, current, [], now=timezone.now())
+    assert outcome.opened == 1
+    event = HealthEvent.objects.get()
+    assert (event.kind, event.instance_id, event.severity) == ("exporter_silent", quiet.instance_id, "warning")
+    assert event.message == (
+        "The Neuron monitor on ip-10-2-0-2.ec2.internal sent nothing while the cluster's other nodes did."
+    )
+    assert not SupportCase.objects.exists()  # a warning: the board shows it, no case
+    # It reports again: the warning is resolved.
+    both = current + [({**labels, "instance_id": quiet.instance_id}, value) for labels, value in current]
+    assert apply_source(source, both, [], now=timezone.now()).resolved == 1
+    assert not HealthEvent.objects.filter(resolved_at=None).exists()

@@ -69,7 +69,22 @@ def test_a_trainium_node_shows_its_16_neuron_devices_and_how_busy_its_cores_are(
     assert row["gpus"] == 16 and len(row["cells"]) == 16
     assert (row["cells"][7]["state"], row["cells"][7]["text"]) == ("critical", "ECC")
     assert {cell["state"] for n, cell in enumerate(row["cells"]) if n != 7} == {"ok"}
-    assert "NeuronCores busy: 25%" in response.text and "no GPU exporter" not in response.text
+    assert "NeuronCores busy: 25%" in response.text and "no accelerator exporter" not in response.text
+    # Said as what they are: Neuron devices, not GPUs, in both languages.
+    assert response.context["board"]["accelerators"] == "neuron"
+    assert "Nodes × Neuron devices" in response.text and "Accelerator health" in response.text
+    assert "GPU health" not in response.text and "Nodes × GPUs" not in response.text
+    assert 'title="Neuron device 7: Neuron device 7: 864' in response.text
+    member_client.cookies["django_language"] = "ja"
+    japanese = member_client.get(f"/clusters/{cluster.pk}/health/", HTTP_ACCEPT_LANGUAGE="ja").text
+    assert "ノード × Neuron デバイス" in japanese and "アクセラレーターの健全性" in japanese
+    assert "GPU の健全性" not in japanese
+
+
+def test_a_gpu_cluster_keeps_saying_gpus(member_client, cluster):
+    response = member_client.get(f"/clusters/{cluster.pk}/health/")
+    assert response.context["board"]["accelerators"] == "gpu"
+    assert "Nodes × GPUs" in response.text and "GPU health" in response.text and "Neuron device" not in response.text
 
 
 def test_the_board_refreshes_as_an_htmx_fragment(member_client, cluster):

@@ -21,14 +21,38 @@ from workloads.models import SupportCase
 
 ROWS = list(csv.DictReader(XID_CATALOG_PATH.open(encoding="utf-8")))
 
-# What the catalog says each H100/H200-era code needs (its immediate-action resolution bucket).
+# What the catalog says each H100/H200-era code needs (its immediate-action resolution bucket; 154: the driver's
+# message says, a reboot when it is not read).
 H100_CODES = {
     119: Action.RESET_GPU,
     120: Action.RESET_GPU,
     140: Action.RESET_GPU,
     143: Action.RESET_GPU,
-    **dict.fromkeys(range(144, 151), Action.RESET_GPU),
     154: Action.REBOOT_NODE,
+}
+# Rows as NVIDIA's catalog (Table 1 of analyzing-xid-catalog.html) gives them: mnemonic, immediate-action bucket,
+# "Applies to H100", Xid 154 linkage.
+NVIDIA_ROWS = {
+    48: ("ROBUST_CHANNEL_GPU_ECC_DBE", "WORKFLOW_XID_48", "YES", "CUDA 12.7; GPU driver R565"),
+    63: ("INFOROM_DRAM_RETIREMENT_EVENT", "IGNORE", "YES", "CUDA 12.7; GPU driver R565"),
+    64: ("INFOROM_DRAM_RETIREMENT_FAILURE", "RESET_GPU", "YES", "CUDA 12.7; GPU driver R565"),
+    74: ("NVLINK_ERROR", "WORKFLOW_NVLINK_ERR", "YES", "CUDA 12.7; GPU driver R565"),
+    79: ("ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS", "RESTART_BM", "YES", "CUDA 12.7; GPU driver R565"),
+    92: ("EXCESSIVE_SBE_INTERRUPTS", "IGNORE", "YES", ""),
+    94: ("ROBUST_CHANNEL_CONTAINED_ERROR", "RESTART_APP", "YES", "CUDA 12.7; GPU driver R565"),
+    95: ("ROBUST_CHANNEL_UNCONTAINED_ERROR", "RESET_GPU", "YES", "CUDA 12.7; GPU driver R565"),
+    119: ("GSP_RPC_TIMEOUT", "RESET_GPU", "YES", ""),
+    120: ("GSP_ERROR", "RESET_GPU", "YES", "CUDA 12.7; GPU driver R565"),
+    140: ("UNRECOVERABLE_ECC_ERROR_ESCAPE", "RESET_GPU", "YES", ""),
+    143: ("GPU_INIT_ERROR", "RESET_GPU", "YES", "CUDA 12.9; GPU driver R575"),
+    144: ("NVLINK_SAW_ERROR", "WORKFLOW_NVLINK5_ERR", "NO", "CUDA 12.7; GPU driver R565"),
+    145: ("NVLINK_RLW_ERROR", "WORKFLOW_NVLINK5_ERR", "NO", "CUDA 12.7; GPU driver R565"),
+    146: ("NVLINK_TLW_ERROR", "WORKFLOW_NVLINK5_ERR", "NO", "CUDA 12.7; GPU driver R565"),
+    147: ("NVLINK_TREX_ERROR", "WORKFLOW_NVLINK5_ERR", "NO", "CUDA 12.7; GPU driver R565"),
+    148: ("NVLINK_NVLPW_CTRL_ERROR", "WORKFLOW_NVLINK5_ERR", "NO", "CUDA 12.7; GPU driver R565"),
+    149: ("NVLINK_NETIR_ERROR", "WORKFLOW_NVLINK5_ERR", "NO", "CUDA 12.7; GPU driver R565"),
+    150: ("NVLINK_MSE_ERROR", "WORKFLOW_NVLINK5_ERR", "NO", "CUDA 12.7; GPU driver R565"),
+    154: ("GPU_RECOVERY_ACTION_CHANGED", "XID_154", "YES", ""),
 }
 
 
@@ -42,6 +66,37 @@ def test_every_row_of_the_data_file_is_a_rule_with_its_source():
             row["nvidia_resolution"],
         )
         assert rule.name and rule.why and rule.mnemonic and rule.source.startswith("NVIDIA Xid catalog")
+        assert "docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html" in rule.source
+
+
+@pytest.mark.parametrize("code", sorted(NVIDIA_ROWS))
+def test_each_row_says_what_nvidias_catalog_says(code):
+    rule = XID_RULES[code]
+    assert (rule.mnemonic, rule.resolution, rule.applies_to_h100, rule.xid154_linkage) == NVIDIA_ROWS[code]
+
+
+def test_nvidias_ignore_is_never_critical():
+    # 63 (a row remap recorded) and 92 (corrected errors): NVIDIA's immediate action is none.
+    for code in (63, 92):
+        assert XID_RULES[code].severity is Severity.WARNING
+
+
+@pytest.mark.parametrize(
+    ("err_msg", "severity", "action"),
+    [
+        ("SAW_MVB Nonfatal XC0 i0 Link 0 (0x00000001 0x00000008 0x00000000 0x00000000 0x00000000 0x00000000)",
+         Severity.WARNING, Action.MONITOR),
+        ("NETIR_LINK_EVT Fatal XC0 i0 Link 00 (0x026001c6 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)",
+         Severity.CRITICAL, Action.RESET_GPU),
+        ("", Severity.WARNING, Action.RESET_GPU),
+    ],
+)  # fmt: skip
+def test_nvlink5_unit_errors_are_judged_by_the_drivers_fatal_or_nonfatal(err_msg, severity, action):
+    # Kernel messages as gpud's tests quote them (leptonai/gpud components/accelerator/nvidia/xid).
+    for code in range(144, 151):
+        rule = xid_rule(code, err_msg)
+        assert (rule.severity, rule.action) == (severity, action)
+        assert rule.applies_to_h100 == "NO"
 
 
 @pytest.mark.parametrize(("code", "action"), sorted(H100_CODES.items()))
@@ -68,12 +123,18 @@ def test_an_application_xid_stays_a_warning_to_restart_the_job():
         ("GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)", Action.RESET_GPU),
         ("GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)", Action.REBOOT_NODE),
         ("GPU recovery action changed from 0x1 (GPU Reset Required) to 0x2 (Node Reboot Required)", Action.REBOOT_NODE),
+        ("GPU recovery action changed from 0x0 (None) to 0x4 (Drain and Reset)", Action.RESET_GPU),
         ("", Action.REBOOT_NODE),  # no message: a reboot covers a reset too
     ],
 )
 def test_xid_154_takes_the_drivers_recovery_action_from_its_message(err_msg, action):
     assert xid_rule(154, err_msg).action is action
     assert xid_rule(154, err_msg).severity is Severity.CRITICAL
+
+
+def test_xid_154_back_to_none_asks_for_nothing():
+    rule = xid_rule(154, "GPU recovery action changed from 0x1 (GPU Reset Required) to 0x0 (None)")
+    assert (rule.severity, rule.action) == (Severity.WARNING, Action.MONITOR)
 
 
 @pytest.fixture
@@ -124,8 +185,10 @@ def test_a_reading_of_an_h100_xid_opens_a_critical_event_and_case_with_the_actio
 @pytest.mark.django_db
 def test_the_rules_page_shows_the_catalog_and_cites_its_source(support_client):
     page = support_client.get(reverse("health:rules")).content.decode()
-    assert "R535–R570" in page and "docs.nvidia.com/deploy/xid-errors" in page
-    assert "GSP RPC timeout" in page and "GPU Recovery Action Changed" in page and "RESET_GPU" in page
+    assert "R535" not in page and "GPU driver R565" in page and "R575" in page
+    assert "docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html" in page
+    assert "GSP RPC timeout" in page and "GPU_RECOVERY_ACTION_CHANGED" in page and "RESET_GPU" in page
+    assert "WORKFLOW_NVLINK5_ERR" in page and "Every row was checked against the catalog" in page
 
 
 @pytest.mark.django_db
@@ -135,7 +198,7 @@ def test_the_rules_page_says_meanings_and_actions_in_the_readers_language(suppor
     assert "GSP RPC タイムアウト" in page and "GPU をリセット" in page and "ノードを交換" in page
     assert "インターコネクトがベースラインを下回っています" in page  # a case severity rule's why
     assert "計測期間の 1% 以上、熱で性能が制限された" in page  # a metric rule's condition
-    assert "GPU Recovery Action Changed" in page and "RESET_GPU" in page  # NVIDIA's own names stay as they are
+    assert "GPU_RECOVERY_ACTION_CHANGED" in page and "RESET_GPU" in page  # NVIDIA's own names stay as they are
     assert "The GPU System Processor" not in page
 
 

@@ -153,6 +153,12 @@ def test_the_p5_ceiling_is_nvlink_with_a_margin():
     assert busbw_ceiling("x9.unknown") == 2250.0  # a type not listed: NVLink 5's 1,800 GB/s
 
 
+def test_the_trn1_ceiling_is_neuronlink_v2_with_a_margin():
+    # NeuronLink-v2: 384 GiB/s per device on trn1.32xlarge, 768 on trn1n (EFA 800 / 1,600 Gbps: 100 / 200 GB/s).
+    assert busbw_ceiling("trn1.32xlarge", 800) == pytest.approx(1.25 * 384 * 2**30 / 1e9)  # 515.4 GB/s
+    assert busbw_ceiling("trn1n.32xlarge", 1600) == pytest.approx(1.25 * 768 * 2**30 / 1e9)
+
+
 @pytest.mark.parametrize(
     ("old", "new", "problem"),
     [

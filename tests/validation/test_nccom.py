@@ -87,6 +87,11 @@ def test_a_slow_trn1_run_is_suspect_and_opens_a_networking_case(member_api, clus
         (LOG.replace("41806          23.92", "41806          2392"), "line 30: algbw 2392 GB/s is not size / time"),
         (LOG.replace("    1073741824       268435456", "    1073741824       268435457"), "not 1073741824 B"),
         (LOG.replace("23.92          47.09", "23.92          -47.09"), "busbw must be a number from 0"),
+        # 1 GiB in 1 ms: arithmetic the tool could print, but 2,114 GB/s is past trn1's NeuronLink-v2 (384 GiB/s).
+        (
+            LOG.replace("41806          23.92          47.09", " 1000        1024.00        2016.00"),
+            "line 30: the out-of-place busbw 2164.66 GB/s is outside 0 to 515.396 GB/s",
+        ),
         (ALL_GATHER, "all_gather run: only all-reduce"),
         (FAILED, "line 3: nccom-test reported a failed run: Failure running neuron-bench"),
         (LOG.rstrip("\n"), "may have been cut"),

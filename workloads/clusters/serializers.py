@@ -240,6 +240,8 @@ class ClusterNodeSerializer(api.ModelSerializer):
             "first_seen_at",
             "last_seen_at",
             "gone_at",
+            "accelerator_utilization",
+            "accelerator_read_at",
         ]
         read_only_fields = fields
         extra_kwargs = {
@@ -252,6 +254,16 @@ class ClusterNodeSerializer(api.ModelSerializer):
             "first_seen_at": {"help_text": "When the portal first saw the node in the cluster."},
             "last_seen_at": {"help_text": "When the portal last saw the node in the cluster."},
             "gone_at": {"help_text": "When the node was first missing from the cluster's list; null while listed."},
+            "accelerator_utilization": {
+                "help_text": "Share of the node's accelerators busy at its last health read, 0 to 1: on Trainium the "
+                "mean NeuronCore utilization the Neuron monitor gave (cores no runtime used count as idle); null when "
+                "no reading gave one."
+            },
+            "accelerator_read_at": {
+                "source": "gpu_read_at",
+                "help_text": "When the node's accelerator telemetry (DCGM or Neuron monitor) was last read; null if "
+                "never.",
+            },
         }
 
     @extend_schema_field(serializers.CharField(allow_null=True, max_length=255))

@@ -20,9 +20,12 @@ class HealthIngestView(ClusterIngestView):
     serializer_class = HealthIngestSerializer
 
     @extend_schema(
-        summary="Post one node's GPU exporter text: faults open health events, normal readings resolve them",
-        description="For clusters without Prometheus. Body: JSON (the fields below) or the exporter text itself as "
-        "text/plain with `host` in the query string. A malformed line is a 400 naming it, and nothing is kept.",
+        summary="Post one node's GPU or Neuron exporter text, or a neuron-monitor JSON report: faults open health "
+        "events, normal readings resolve them",
+        description="For clusters without Prometheus. Body: JSON (the fields below) or the report itself as "
+        "text/plain with `host` in the query string. `metrics` holds a dcgm-exporter or Neuron exporter scrape, or "
+        "one JSON report of `neuron-monitor` (its `instance_info.instance_id` names the node). A malformed line or "
+        "an impossible value is a 400 naming it, and nothing is kept.",
         request={"application/json": HealthIngestSerializer, "text/plain": OpenApiTypes.STR},
         responses={200: HealthIngestResultSerializer},
     )

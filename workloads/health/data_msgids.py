@@ -13,7 +13,7 @@ MSGIDS = (
     ),
     gettext_noop("row remapping recorded"),
     gettext_noop(
-        "A memory row was marked for remapping; it takes effect at the next GPU reset. Reset the GPU when the job allows."
+        "A memory row was marked for remapping. NVIDIA's catalog asks for no immediate action; the remap takes effect at the next GPU reset, so reset the GPU when the job allows."
     ),
     gettext_noop("row remapping failed"),
     gettext_noop(
@@ -34,7 +34,9 @@ MSGIDS = (
         "An uncorrectable error was contained to one application, which must be restarted. Reset the GPU when convenient so the row remapping takes effect."
     ),
     gettext_noop("uncontained ECC error"),
-    gettext_noop("An uncorrectable error may have reached other applications. Reboot the node now."),
+    gettext_noop(
+        "An uncorrectable error may have reached other applications: the GPU must be reset before any of them restarts. Replace the node if it comes back."
+    ),
     gettext_noop("GSP RPC timeout"),
     gettext_noop(
         "The GPU System Processor (the firmware that runs the driver's core on H100/H200) stopped answering. The GPU is wedged until it is reset; a driver update may be due if it recurs."
@@ -53,7 +55,7 @@ MSGIDS = (
     ),
     gettext_noop("NVLink SAW error"),
     gettext_noop(
-        "An NVLink unit error (H100 and later). The driver's recovery action (Xid 154) follows; reset the GPU, or reboot if the driver asks for it."
+        "An NVLink5 unit error: NVIDIA's catalog lists it for B100 and GB200, not for A100 or H100 (P5 and P5en do not raise it). NVIDIA resolves it by the unit and error status in the driver's message: a fatal one needs a GPU reset, a non-fatal one nothing. The exporter's err_msg decides (Fatal: critical; Nonfatal: a warning); without it, a warning to read the message."
     ),
     gettext_noop("NVLink RLW error"),
     gettext_noop("NVLink TLW error"),
@@ -63,7 +65,7 @@ MSGIDS = (
     gettext_noop("NVLink MSE error"),
     gettext_noop("GPU recovery action changed"),
     gettext_noop(
-        "The driver says what the GPU needs: its message reads GPU Reset Required, Node Reboot Required or Drain P2P. The exporter's err_msg gives it when present; without it the portal asks for a reboot, which covers a reset too."
+        "The driver says what the GPU needs: its message reads None, Drain P2P, Drain and Reset, GPU Reset Required or Node Reboot Required. The exporter's err_msg gives it when present; without it the portal asks for a reboot, which covers a reset too."
     ),
     gettext_noop("other Xid"),
     gettext_noop(
@@ -94,7 +96,7 @@ MSGIDS = (
     gettext_noop("Row remap failed: the GPU's memory can no longer be trusted."),
     gettext_noop("NVLink error: collectives on the node fail or slow down."),
     gettext_noop("Double-bit ECC error: the running job was hit."),
-    gettext_noop("Other critical Xids (63, 94, 119, 120, 140, 143-154): reset or reboot soon."),
+    gettext_noop("Other critical Xids (94, 119, 120, 140, 143, 154, a fatal 144-150): reset or reboot soon."),
     gettext_noop("Row remap failed: replace the node."),
     gettext_noop("Uncorrectable memory errors on a running GPU."),
     gettext_noop("A GPU stopped reporting: usually fallen off the bus."),

@@ -183,15 +183,19 @@ class XidRule:
     mnemonic: str = ""  # NVIDIA's name for the code
     resolution: str = ""  # NVIDIA's resolution bucket (immediate action): RESET_GPU, RESTART_BM (reboot), RESTART_APP
     source: str = ""
+    applies_to_h100: str = ""  # the catalog's "Applies to H100" (YES / NO): P5 and P5en raise only the YES ones
+    xid154_linkage: str = ""  # the driver from which Xid 154 follows this code with its recovery action
 
 
-# The rules are a data file, NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors, "Analyzing Xid Errors with
-# the Xid Catalog": its resolution bucket per code) read for EC2, where a node that needs hardware work is replaced
-# (stop/start lands on a new host). XID_CATALOG_SOURCE names the driver range the catalog was read for.
+# The rules are a data file, NVIDIA's Xid catalog ("Analyzing Xid Errors with the Xid Catalog", Table 1: per code
+# its mnemonic, the GPUs it applies to, its resolution buckets and the driver from which Xid 154 follows it) read for
+# EC2, where a node that needs hardware work is replaced (stop/start lands on a new host). XID_CATALOG_SOURCE names
+# the page and the driver range its rows were written for.
 XID_CATALOG_PATH = Path(__file__).with_name("xid_catalog.csv")
+XID_CATALOG_URL = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
 XID_CATALOG_SOURCE = (
-    "NVIDIA Xid catalog (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html), "
-    "R535–R570 data center drivers, retrieved 2026-11"
+    f"NVIDIA Xid catalog, Table 1 ({XID_CATALOG_URL}), Ampere and newer GPUs; its Xid 154 linkage "
+    "from GPU driver R565 (CUDA 12.7), Xid 143 from R575 (CUDA 12.9); read 2026-11-26"
 )
 
 
@@ -209,6 +213,8 @@ def _load_xid_catalog(path: Path) -> dict[int, XidRule]:
                 row["mnemonic"],
                 row["nvidia_resolution"],
                 row["source"],
+                row["applies_to_h100"],
+                row["xid154_linkage"],
             )
     return rules
 
@@ -224,19 +230,30 @@ OTHER_XID = XidRule(
     resolution="RESTART_APP",
 )
 # Xid 154's message names the recovery the driver now requires ("GPU recovery action changed from 0x0 (None) to
-# 0x1 (GPU Reset Required)"); the exporter's err_msg label carries it when present.
+# 0x1 (GPU Reset Required)"); the exporter's err_msg label carries it when present. "None": nothing left to do.
 _RECOVERY_ACTIONS = (("reboot", Action.REBOOT_NODE), ("reset", Action.RESET_GPU))
 XID_RECOVERY_ACTION = 154
+# NVLink5's unit errors (B100/GB200): the driver's message says Fatal, Link Fatal or Nonfatal, and NVIDIA resolves a
+# fatal one by a GPU reset, a non-fatal one by nothing (the catalog's NVLink5 table).
+NVLINK5_UNIT_ERRORS = range(144, 151)
 
 
 def xid_rule(code: int, err_msg: str = "") -> XidRule:
     rule = XID_RULES.get(code, OTHER_XID)
-    if code == XID_RECOVERY_ACTION and err_msg:
+    said = err_msg.lower()
+    if code == XID_RECOVERY_ACTION and said:
         # The last state named wins: "changed from 0x1 (GPU Reset Required) to 0x2 (Node Reboot Required)".
-        said = err_msg.lower().rsplit(" to ", 1)[-1]
+        said = said.rsplit(" to ", 1)[-1]
         for word, action in _RECOVERY_ACTIONS:
             if word in said:
                 return replace(rule, action=action)
+        if "none" in said:
+            return replace(rule, severity=Severity.WARNING, action=Action.MONITOR)
+    if code in NVLINK5_UNIT_ERRORS and said:
+        if "nonfatal" in said or "non-fatal" in said:
+            return replace(rule, severity=Severity.WARNING, action=Action.MONITOR)
+        if "fatal" in said:
+            return replace(rule, severity=Severity.CRITICAL, action=Action.RESET_GPU)
     return rule
 
 

@@ -45,7 +45,12 @@ INCIDENT_SEVERITY: tuple[IncidentRule, ...] = (
     IncidentRule(Kind.GPU_XID, 64, S2, "Row remap failed: the GPU's memory can no longer be trusted."),
     IncidentRule(Kind.GPU_XID, 74, S2, "NVLink error: collectives on the node fail or slow down."),
     IncidentRule(Kind.GPU_XID, 48, S2, "Double-bit ECC error: the running job was hit."),
-    IncidentRule(Kind.GPU_XID, None, S3, "Other critical Xids (63, 94, 119, 120, 140, 143-154): reset or reboot soon."),
+    IncidentRule(
+        Kind.GPU_XID,
+        None,
+        S3,
+        "Other critical Xids (94, 119, 120, 140, 143, 154, a fatal 144-150): reset or reboot soon.",
+    ),
     IncidentRule(Kind.ROW_REMAP_FAILURE, None, S2, "Row remap failed: replace the node."),
     IncidentRule(Kind.ECC_DBE_VOLATILE, None, S2, "Uncorrectable memory errors on a running GPU."),
     IncidentRule(Kind.MISSING_GPU, None, S2, "A GPU stopped reporting: usually fallen off the bus."),

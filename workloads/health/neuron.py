@@ -17,6 +17,12 @@ tests/samples/neuron_monitor_prometheus_trn1n.txt):
   not listed, so a core's absence here says nothing of its health; over the type's cores (the absent ones idle) it
   is the node's utilization, kept on the node for busy hours where Slurm says nothing.
 
+`neuron-monitor`'s own JSON report (one line of its stdout; the Neuron guide's "The JSON output format") is read
+into the same series (`report_pairs`): `system_data.neuron_hw_counters.neuron_devices[]` as the ECC counters,
+`neuron_hardware_info` as the Info, each runtime's `neuroncore_counters.neuroncores_in_use` (percent) as the ratio
+and its `execution_stats.error_summary.hardware` as the hardware errors; `instance_info.instance_id` names the node.
+A sample of a trn1.2xlarge is in tests/samples/neuron_monitor_report_trn1.json.
+
 Readings use dcgm's shape (`GpuReading`, its `gpu` the Neuron device index) so one path
 (workloads.health.telemetry) opens and resolves the events. Values no Neuron device can give are refused as a
 whole (ParseError, a 400 on a post), never stored.
@@ -24,9 +30,11 @@ whole (ParseError, a 400 on a post), never stored.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from workloads.health.dcgm import Action, GpuReading, Pair, Severity, host_of
 from workloads.telemetry_errors import ParseError
@@ -221,3 +229,87 @@ def _count(value: float, name: str) -> float:
     if not math.isfinite(value) or not 0 <= value <= MAX_COUNT or not value.is_integer():
         raise ParseError(None, f"{name} must be a count (a whole number from 0), found {value:g}")
     return value
+
+
+def is_report(text: str) -> bool:
+    """JSON (a neuron-monitor report) rather than exporter text: exposition text never starts with a bracket."""
+    return text.lstrip().startswith(("{", "["))
+
+
+def report_pairs(text: str) -> list[Pair]:
+    """One neuron-monitor JSON report as the exporter's series, every value checked: a report a Neuron device cannot
+    have written is refused whole (ParseError naming the field)."""
+    try:
+        report = json.loads(text)
+    except (ValueError, RecursionError) as error:
+        raise ParseError(None, f"not a neuron-monitor JSON report: {str(error)[:120]}") from None
+    if not isinstance(report, dict):
+        raise ParseError(None, "a neuron-monitor report is a JSON object")
+    instance = _object(report, "instance_info")
+    node = {key: instance[key] for key in ("instance_id", "instance_type") if isinstance(instance.get(key), str)}
+    if not node.get("instance_id"):
+        raise ParseError(None, "instance_info.instance_id is missing: post the report neuron-monitor wrote")
+    pairs: list[Pair] = []
+    counters = _object(_object(report, "system_data"), "neuron_hw_counters", "system_data.")
+    devices = counters.get("neuron_devices") or []
+    if not isinstance(devices, list):
+        raise ParseError(None, "system_data.neuron_hw_counters.neuron_devices must be a list")
+    for position, device in enumerate(devices):
+        where = f"system_data.neuron_hw_counters.neuron_devices[{position}]"
+        if not isinstance(device, dict):
+            raise ParseError(None, f"{where} must be an object")
+        index = _whole(device.get("neuron_device_index"), f"{where}.neuron_device_index", MAX_DEVICES - 1)
+        for event in ECC_EVENT_TYPES:
+            if event in device:
+                value = _whole(device[event], f"{where}.{event}", MAX_COUNT)
+                labels = {**node, "__name__": ECC_METRIC, "neuron_device_index": str(int(index)), "event_type": event}
+                pairs.append((labels, value))
+    hardware = _object(report, "neuron_hardware_info")
+    if "neuron_device_count" in hardware and not hardware.get("error"):
+        count = _whole(hardware["neuron_device_count"], "neuron_hardware_info.neuron_device_count", MAX_DEVICES)
+        per = _whole(hardware.get("neuroncore_per_device_count"), "neuron_hardware_info.neuroncore_per_device_count",
+                     MAX_CORES_PER_DEVICE)  # fmt: skip
+        labels = {**node, "__name__": HARDWARE_INFO_METRIC, "neuron_device_count": str(int(count)),
+                  "neuroncore_per_device_count": str(int(per))}  # fmt: skip
+        pairs.append((labels, 1.0))
+    runtimes = report.get("neuron_runtime_data") or []
+    if not isinstance(runtimes, list):
+        raise ParseError(None, "neuron_runtime_data must be a list")
+    for position, runtime in enumerate(runtimes):
+        where = f"neuron_runtime_data[{position}].report"
+        body = _object(runtime if isinstance(runtime, dict) else {}, "report", f"neuron_runtime_data[{position}].")
+        in_use = _object(_object(body, "neuroncore_counters", f"{where}."), "neuroncores_in_use",
+                         f"{where}.neuroncore_counters.")  # fmt: skip
+        for core, reading in in_use.items():
+            path = f"{where}.neuroncore_counters.neuroncores_in_use.{core[:8]}"
+            if not core.isascii() or not core.isdigit() or len(core) > 4:
+                raise ParseError(None, f"{path}: a NeuronCore index is a whole number")
+            percent = reading.get("neuroncore_utilization") if isinstance(reading, dict) else None
+            if isinstance(percent, bool) or not isinstance(percent, int | float) or not 0 <= percent <= 100:
+                raise ParseError(None, f"{path}.neuroncore_utilization must be a percentage (0 to 100), found "
+                                       f"{str(percent)[:20]}")  # fmt: skip
+            pairs.append(({**node, "__name__": UTILIZATION_METRIC, "neuroncore": core}, percent / 100))
+        errors = _object(_object(body, "execution_stats", f"{where}."), "error_summary", f"{where}.execution_stats.")
+        if "hardware" in errors:
+            value = _whole(errors["hardware"], f"{where}.execution_stats.error_summary.hardware", MAX_COUNT)
+            pairs.append(({**node, "__name__": EXECUTION_ERRORS_METRIC, "error_type": "hardware"}, value))
+    return pairs
+
+
+def _object(parent: Mapping[str, Any], key: str, prefix: str = "") -> Mapping[str, Any]:
+    value = parent.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ParseError(None, f"{prefix}{key} must be an object")
+    return value
+
+
+def _whole(value: Any, path: str, bound: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ParseError(None, f"{path} must be a whole number, found {str(value)[:20]}")
+    if isinstance(value, float) and not value.is_integer():
+        raise ParseError(None, f"{path} must be a whole number, found {value:g}")
+    if not 0 <= value <= bound:
+        raise ParseError(None, f"{path} is {value:g}: it must be between 0 and {bound:g}")
+    return float(value)

@@ -118,11 +118,12 @@ def apply_source(source: PrometheusSource, current: list[Pair], previous: list[P
             refused.add(node)  # it did report: not silent, its events stand as they were
     outcome = Outcome(unmatched_hosts=sorted(unmatched)[:MAX_UNMATCHED])
     for cluster_id, readings in sorted(by_cluster.items()):  # clusters locked in one order: no deadlock
-        # A GPU node of a reporting cluster that sent nothing: its exporter (or the node) has gone quiet.
+        # A GPU or Trainium node of a reporting cluster that sent nothing: its exporter (or the node) has gone quiet.
         silent = [
             n for n in nodes
             if n.cluster_id == cluster_id and n not in readings and n not in refused and n.status == "Running"
-            and expected_gpus(n.instance_type, catalog) is not None
+            and (expected_gpus(n.instance_type, catalog) is not None
+                 or neuron.expected_counts(n.instance_type, catalog) is not None)
         ]  # fmt: skip
         outcome.add(apply_readings(clusters[cluster_id], readings, source=HealthEvent.Source.PROMETHEUS, now=now,
                                    silent=silent))  # fmt: skip

@@ -13,7 +13,8 @@ class HealthIngestSerializer(api.Serializer):
     text_field = "metrics"  # a text/plain body is this field
 
     metrics = report_field(
-        "One node's dcgm-exporter scrape (`curl http://<node>:9400/metrics`), in Prometheus's text format.",
+        "One node's dcgm-exporter or Neuron exporter scrape (`curl http://<node>:9400/metrics`), in Prometheus's "
+        "text format, or one report of `neuron-monitor`'s JSON output (told apart by its opening brace).",
         allow_blank=True,
     )
     host = serializers.CharField(

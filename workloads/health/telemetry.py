@@ -36,6 +36,7 @@ from workloads.health.dcgm import (
 from workloads.health.incidents import report_health
 from workloads.health.models import HealthEvent, PrometheusSource
 from workloads.telemetry_errors import field_errors
+from workloads.usage.utilization import record_utilization
 
 Kind = HealthEvent.Kind
 KINDS = {
@@ -175,13 +176,16 @@ def apply_readings(
         for gpu, kinds in reading.unsupported.items():  # a blank says nothing: what was open stays open
             still.update(key for key in open_events if key[0] == node.instance_id and (key[1], key[2]) in
                          {(gpu, kind) for kind in kinds})  # fmt: skip
+    catalog = gpu_catalog() if silent else {}
     for node in silent:
         still.update(key for key in open_events if key[0] == node.instance_id)
         key = (node.instance_id, None, Kind.EXPORTER_SILENT)
         if key not in open_events:
-            message = _("The GPU exporter on %(node)s sent nothing while the cluster's other nodes did.") % {
-                "node": node.hostname or node.instance_id
-            }
+            if neuron.expected_counts(node.instance_type, catalog) is not None:
+                said = _("The Neuron monitor on %(node)s sent nothing while the cluster's other nodes did.")
+            else:
+                said = _("The GPU exporter on %(node)s sent nothing while the cluster's other nodes did.")
+            message = said % {"node": node.hostname or node.instance_id}
             new.append(
                 HealthEvent(organization=org, cluster=cluster, node=node, instance_id=node.instance_id,
                             group_name=node.group_name, kind=Kind.EXPORTER_SILENT,
@@ -196,10 +200,13 @@ def apply_readings(
         if node.gpu_unsupported != unsupported:  # usually unchanged from the last read: no write
             node.gpu_unsupported = unsupported
             ClusterNode.objects.filter(pk=node.pk).update(gpu_unsupported=unsupported)
+    busy = {node: reading.utilization for node, reading in readings.items() if reading.utilization is not None}
+    if busy:  # before gpu_read_at moves: each reading stands for the time since the node's previous one
+        accelerators = {name: count for name, (_accelerator, count, _ranks) in gpu_catalog().items()}
+        record_utilization(cluster, busy, accelerators=accelerators, now=now)
     ClusterNode.objects.filter(pk__in=[node.pk for node in readings]).update(gpu_read_at=now)
-    for node, reading in readings.items():
-        if reading.utilization is not None:
-            ClusterNode.objects.filter(pk=node.pk).update(accelerator_utilization=reading.utilization)
+    for node, utilization in busy.items():
+        ClusterNode.objects.filter(pk=node.pk).update(accelerator_utilization=utilization)
     HealthEvent.objects.bulk_update(resolved, ["resolved_at"])  # first: the new may take their place
     HealthEvent.objects.bulk_create(new)
     report_health(cluster, opened=new, cleared=[e for e in resolved if e.kind != Kind.EXPORTER_SILENT])
@@ -231,15 +238,22 @@ def _event(cluster, node, reading: GpuReading, kind, source, now) -> HealthEvent
 
 @transaction.atomic
 def ingest_exporter_text(*, cluster: Cluster, text: str, host: str = "", now: datetime | None = None) -> Outcome:
-    """One node's dcgm-exporter scrape, posted by the cluster. The node is named by the samples (their instance id
-    or Hostname label) or by `host` (the Slurm node it was scraped from); a node the portal does not know is a 400.
-    Throttling is judged against the previous scrape posted for the node, at least MIN_WINDOW earlier."""
+    """One node's dcgm-exporter or Neuron exporter scrape, or one neuron-monitor JSON report, posted by the
+    cluster. The node is named by the samples (their instance id or Hostname label) or by `host` (the Slurm node it
+    was scraped from); a node the portal does not know is a 400. Throttling is judged against the previous scrape
+    posted for the node, at least MIN_WINDOW earlier."""
     now = now or timezone.now()
+    report = neuron.is_report(text)
     with field_errors("metrics"):
-        pairs = sample_pairs(parse_exposition(text).samples)
+        # neuron-monitor's own JSON report is read into the exporter's series.
+        pairs = neuron.report_pairs(text) if report else sample_pairs(parse_exposition(text).samples)
         if neuron.is_neuron(pairs):  # the Neuron exporter's own process series name no node: only its rules' count
             pairs = [(labels, value) for labels, value in pairs if labels.get("__name__") in neuron.FAMILIES]
         names = {host_of(labels, host or None) for labels, _value in pairs}
+    if report and not pairs:
+        raise ValidationError(
+            {"metrics": _("The neuron-monitor report holds no Neuron readings: enable its neuron_hw_counters group.")}
+        )
     if not pairs:  # nothing read is not "all normal": an empty or cut body must clear no condition
         raise ValidationError({"metrics": _("The exporter text has no samples: post a whole /metrics scrape.")})
     index = HostIndex(ClusterNode.objects.for_org(cluster.organization).filter(cluster=cluster),
@@ -253,6 +267,14 @@ def ingest_exporter_text(*, cluster: Cluster, text: str, host: str = "", now: da
     by_node: dict[ClusterNode, list[Pair]] = defaultdict(list)
     for labels, value in pairs:
         by_node[nodes[host_of(labels, host or None)]].append((labels, value))
+    if report:  # the report says which instance type wrote it: a different node's is not this one's
+        for node, node_pairs in by_node.items():
+            said = node_pairs[0][0].get("instance_type")
+            if said and said != node.instance_type:
+                raise ValidationError(
+                    {"metrics": _("The report comes from a %(said)s; %(node)s is a %(type)s.")
+                     % {"said": said[:40], "node": node.hostname or node.instance_id, "type": node.instance_type}}
+                )  # fmt: skip
     catalog = gpu_catalog()
     readings = {}
     for node, node_pairs in by_node.items():

@@ -52,7 +52,10 @@ INCIDENTS_PAGE = 50
 
 
 def _visible_cluster(request, pk: int) -> Cluster:
-    return get_object_or_404(Cluster.objects.visible_to(request.user).select_related("organization"), pk=pk)
+    clusters = Cluster.objects.visible_to(request.user).select_related(
+        "organization", "allocation__pool__instance_type"
+    )
+    return get_object_or_404(clusters, pk=pk)
 
 
 def board(cluster: Cluster) -> dict:
@@ -86,12 +89,26 @@ def board(cluster: Cluster) -> dict:
         every = [*whole, *(e for gpu in range(gpus or 0) for e in by_gpu.get((node.instance_id, gpu), []))]
         busy = None if node.accelerator_utilization is None else f"{node.accelerator_utilization:.0%}"
         rows.append({"node": node, "gpus": gpus, "cells": cells, "events": whole, "state": _state(every, node),
-                     "busy": busy})  # fmt: skip
+                     "busy": busy, "neuron": neuron_counts is not None})  # fmt: skip
     width = max((len(row["cells"]) for row in rows), default=0)
     for row in rows:  # nodes with fewer GPUs than the widest get empty cells
         if row["gpus"]:
             row["cells"] += [None] * (width - len(row["cells"]))
-    return {"rows": rows, "columns": list(range(width)), "open_events": events}
+    return {"rows": rows, "columns": list(range(width)), "open_events": events,
+            "accelerators": _accelerators(cluster, nodes, catalog)}  # fmt: skip
+
+
+def _accelerators(cluster: Cluster, nodes: list[ClusterNode], catalog) -> str:
+    """What the board's columns are: "neuron" (Trainium's Neuron devices), "gpu", or "mixed"; a cluster without nodes
+    yet is named by its allocation's instance type."""
+    types = {node.instance_type for node in nodes}
+    if not types and cluster.allocation_id:
+        types = {cluster.allocation.pool.instance_type.api_name}
+    neuron = {name for name in types if expected_counts(name, catalog) is not None}
+    gpu = {name for name in types if expected_gpus(name, catalog) is not None}
+    if neuron and gpu:
+        return "mixed"
+    return "neuron" if neuron else "gpu"
 
 
 def natural(name: str) -> list:

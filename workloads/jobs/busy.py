@@ -9,6 +9,8 @@ node ran in that hour (its run intervals × its accelerators). The usage rollup 
   no running time is known for it. Where a private address came back on a replacement node, each hour goes to
   the node that ran in it.
 - Hours are the program time zone's hours, so they nest in program days.
+- On a cluster that never reported a job, the nodes' own utilization readings (Trainium's NeuronCores, kept per node
+  and hour by workloads.usage.utilization) are the busy time, capped the same way.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from workloads.clusters.models import Cluster, ClusterNode
 from workloads.jobs.models import Job
 from workloads.jobs.sacct import HOLDING_STATES, job_hosts
 from workloads.usage.definitions import overlap
+from workloads.usage.utilization import utilization_demand
 
 HOUR = timedelta(hours=1)
 
@@ -76,14 +79,21 @@ def busy_time(organization_ids: list[int], window: tuple[datetime, datetime], ru
     )
     # From the first day a report covered: its first report's day, or the start of the earliest job it named.
     reporting = {org: timezone.localdate(min(filter(None, (reported, started)))) for org, reported, started in firsts}
+    # Where no job was ever reported, the nodes' own utilization readings (workloads.usage.utilization).
+    read, read_since = utilization_demand(organization_ids, window)
+    for org, hour in read_since.items():
+        reporting[org] = min(reporting.get(org, timezone.localdate(hour)), timezone.localdate(hour))
     result = BusyTime(by_pool=defaultdict(int), by_cluster=defaultdict(int), reporting_since=reporting)
     if not reporting:
         return result
-    demand = _demand(organization_ids, window)
+    demand = _demand(organization_ids, window) if firsts else {}
+    canonical = _canonical_keys({cluster for cluster, _key, _hour in demand} | {cluster for cluster, _n, _h in read})
+    for (_cluster, node_id, hour), busy in read.items():
+        if (key := canonical.get(node_id)) is not None:
+            demand[(*key, hour)] = demand.get((*key, hour), 0) + busy
     if not demand:
         return result
     per_instance = dict(InstanceType.objects.values_list("api_name", "accelerators_per_instance"))
-    canonical = _canonical_keys({cluster for cluster, _key, _hour in demand})
     # Each node's running time in the hours jobs wanted it, as accelerator-µs it could have been busy.
     supply: dict[tuple, list[tuple[NodeRun, int]]] = defaultdict(list)
     for run in runs:

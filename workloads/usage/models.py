@@ -256,3 +256,32 @@ class DigestSent(models.Model):
 
     def __str__(self) -> str:
         return str(self.week_start)
+
+
+class AcceleratorBusyHour(models.Model):
+    """Accelerator-time a node's own telemetry saw busy in one program hour (Trainium: the Neuron monitor's NeuronCore
+    utilization × the node's devices × the time since its previous reading): busy hours where the scheduler says
+    nothing (workloads.usage.utilization). An accounting record, kept like the node's run intervals."""
+
+    organization = models.ForeignKey(
+        "tenants.Organization", on_delete=models.PROTECT, related_name="+", verbose_name=_("organization")
+    )
+    cluster = models.ForeignKey("workloads.Cluster", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    node = models.ForeignKey(
+        "workloads.ClusterNode", on_delete=models.SET_NULL, null=True, blank=True, related_name="busy_hours"
+    )
+    hour = models.DateTimeField(_("hour"))  # the start of a program-time-zone hour
+    busy_accelerator_microseconds = models.BigIntegerField(_("busy accelerator-microseconds"), default=0)
+    read_microseconds = models.BigIntegerField(_("microseconds covered by readings"), default=0)
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["hour"]
+        verbose_name = _("accelerator busy hour")
+        verbose_name_plural = _("accelerator busy hours")
+        constraints = [models.UniqueConstraint(fields=["node", "hour"], name="one_busy_hour_per_node")]
+        indexes = [models.Index(fields=["organization", "hour"], name="busy_hour_org")]
+
+    def __str__(self) -> str:
+        return f"{self.node_id} {self.hour:%Y-%m-%d %H:00}"

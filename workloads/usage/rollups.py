@@ -19,21 +19,10 @@ from django.utils import timezone
 from portal.periods import day_start, today
 from tenants.models import Allocation, CapacityPool
 from workloads.jobs.busy import NodeRun, busy_time
-from workloads.usage.definitions import ONE_DAY, allocated_microseconds, days_between, split_by_day
+from workloads.usage.definitions import ONE_DAY, allocated_microseconds, split_by_day
+from workloads.usage.dirty import mark_days
 from workloads.usage.models import ClusterUsageDay, NodeInterval, UsageDay, UsageDirtyDay, UsageRevision
 from workloads.usage.rates import RateTable, load_rates, price
-
-
-def mark_days(organization_id: int, first: date, last: date | None = None) -> None:
-    """The organization's figures from `first` to `last` (default: today) changed; days after today are not
-    rolled up yet, and get marked when they come (`mark_current_days`)."""
-    last = min(last or today(), today())
-    if first > last:
-        return
-    UsageDirtyDay.objects.bulk_create(
-        [UsageDirtyDay(organization_id=organization_id, day=day) for day in days_between(first, last)],
-        ignore_conflicts=True,
-    )
 
 
 def mark_current_days() -> int:

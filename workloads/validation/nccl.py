@@ -271,10 +271,19 @@ def judge(
     )
 
 
-# The fastest link an accelerator of the type has, GB/s: NVLink 4 on H100/H200 (900), NVLink 3 on A100 (600).
+# The fastest link an accelerator of the type has, GB/s: NVLink 4 on H100/H200 (900), NVLink 3 on A100 (600);
+# Trainium's NeuronLink-v2, 384 GiB/s per device on trn1.32xlarge and 768 on trn1n.32xlarge (their EFA: 800 and
+# 1,600 Gbps), from the Neuron guide's Trn1/Trn1n architecture table, TRN1_ARCHITECTURE_URL.
 # No collective's bus bandwidth exceeds it (intra-node) or the EFA line rate (multi-node, far lower), so the
 # ceiling is the larger of the two, × 1.25 for measurement noise. A type not listed gets NVLink 5's 1,800 GB/s.
-INTERCONNECT_GBPS = {"p5": 900, "p5e": 900, "p5en": 900, "p4d": 600, "p4de": 600}
+TRN1_ARCHITECTURE_URL = (
+    "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/arch/neuron-hardware/trn1-arch.html"
+)
+GIB_PER_S = 2**30 / 1e9  # one GiB/s in GB/s
+INTERCONNECT_GBPS = {
+    "p5": 900, "p5e": 900, "p5en": 900, "p4d": 600, "p4de": 600,
+    "trn1": 384 * GIB_PER_S, "trn1n": 768 * GIB_PER_S,
+}  # fmt: skip
 FASTEST_LINK_GBPS = 1800
 CEILING_MARGIN = 1.25
 MAX_SIZE_BYTES = 2**40  # 1 TiB per message: beyond any accelerator's memory

@@ -2,8 +2,10 @@
 (`load_demo_usage` made them, with their history), so the poller carries every organization's usage on while
 `make run` runs. The two demo tenants' clusters also look as their reporter would make them look: host names, jobs
 running and finished (sacct), an nccl-tests run, and GPU readings — one GPU fallen off the bus in the first
-organization (an incident and its support case), an interconnect under its baseline in the second. Idempotent;
-`make run` calls it once the emulator is up.
+organization (an incident and its support case), an interconnect under its baseline in the second. The Trainium
+clusters post their Neuron monitor readings (each node's 16 devices and 32 NeuronCores busy; corrected ECC errors on
+one device of the second node, a warning), so their boards are read, not grey. Idempotent; `make run` calls it once
+the emulator is up.
 
 The emulator replays its recording at start, so the clusters of an earlier run are still there; one it no longer
 knows is marked deleted (its history stays) and a new one of the same size is made. Nothing reports afterwards, so
@@ -26,7 +28,8 @@ from workloads.clusters.lifecycle import transition
 from workloads.clusters.models import Cluster, ClusterNode
 from workloads.clusters.provisioning import provider_for, provision
 from workloads.clusters.sync import close_nodes
-from workloads.health.telemetry import ingest_exporter_text
+from workloads.health.neuron import expected_counts
+from workloads.health.telemetry import gpu_catalog, ingest_exporter_text
 from workloads.jobs.sacct import SACCT_FIELDS
 from workloads.jobs.services import ingest_sacct
 from workloads.management.commands.load_demo_usage import story_cluster, story_cluster_name
@@ -38,7 +41,9 @@ PEAKS = (486.0, 352.0)  # the first tenant's interconnect is healthy, the second
 
 
 class Command(BaseCommand):
-    help = "Bring every demo organization's cluster up in the local emulator; jobs, GPU readings, an nccl run."
+    help = (
+        "Bring every demo organization's cluster up in the local emulator; jobs, GPU and Neuron readings, an nccl run."
+    )
 
     def handle(self, *args, **options) -> None:
         if settings.PRODUCTION:
@@ -72,6 +77,8 @@ class Command(BaseCommand):
             return f"{org.name}: the emulator did not create {cluster.name}; see its page."
         if index is not None:
             self.report(cluster, index)
+        if expected_counts(cluster.allocation.pool.instance_type.api_name, gpu_catalog()) is not None:
+            self.report_neuron(cluster)
         workers = ClusterNode.objects.for_org(org).filter(
             cluster=cluster, gone_at=None, instance_type=cluster.allocation.pool.instance_type.api_name
         )
@@ -106,6 +113,36 @@ class Command(BaseCommand):
         for number, host in enumerate(hosts):
             fallen = index == 0 and number == 1  # tenant1's second node: GPU 3 has fallen off the bus
             ingest_exporter_text(cluster=cluster, text=exporter_text(host, {3: 79} if fallen else {}), host=host)
+
+    def report_neuron(self, cluster: Cluster) -> None:
+        """What each Trainium node's Neuron monitor exporter would post, as the P5 nodes post DCGM's."""
+        api_name = cluster.allocation.pool.instance_type.api_name
+        workers = ClusterNode.objects.for_org(cluster.organization).filter(
+            cluster=cluster, instance_type=api_name, gone_at=None
+        )
+        for number, node in enumerate(workers.order_by("pk")):
+            corrected = {5: 2} if number == 1 else {}  # the second node: 2 corrected ECC errors on device 5
+            busy = 0.92 - 0.04 * (number % 3)
+            text = neuron_exporter_text(node.instance_id, api_name, busy=busy, corrected=corrected)
+            ingest_exporter_text(cluster=cluster, text=text)
+
+
+def neuron_exporter_text(instance_id: str, api_name: str, *, busy: float, corrected: dict[int, int]) -> str:
+    """neuron-monitor-prometheus.py's series for one trn1 node (as in tests/samples): ECC counters for its 16
+    devices, the driver's device and core counts, each of its 32 NeuronCores at about `busy`."""
+    labels = f'instance_id="{instance_id}",instance_type="{api_name}"'
+    lines = ["# TYPE hardware_ecc_events_total counter"]
+    for device in range(16):
+        for event in ("mem_ecc_corrected", "mem_ecc_uncorrected", "sram_ecc_corrected", "sram_ecc_uncorrected"):
+            value = corrected.get(device, 0) if event == "mem_ecc_corrected" else 0
+            lines.append(f'hardware_ecc_events_total{{event_type="{event}",{labels},neuron_device_index="{device}"}} '
+                         f"{float(value)}")  # fmt: skip
+    lines += ["# TYPE neuron_hardware_info gauge",
+              f'neuron_hardware_info{{{labels},neuron_device_count="16",neuroncore_per_device_count="2"}} 1.0',
+              "# TYPE neuroncore_utilization_ratio gauge"]  # fmt: skip
+    lines += [f'neuroncore_utilization_ratio{{{labels},neuroncore="{core}"}} {busy - 0.01 * (core % 4):.2f}'
+              for core in range(32)]  # fmt: skip
+    return "\n".join(lines) + "\n"
 
 
 def sacct(hosts: list[str]) -> str:

@@ -1,0 +1,22 @@
+"""Marking an organization's days whose figures moved, for the rollup (workloads.usage.rollups) to recompute:
+whatever moves a figure calls `mark_days` in the same transaction."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from portal.periods import today
+from workloads.usage.definitions import days_between
+from workloads.usage.models import UsageDirtyDay
+
+
+def mark_days(organization_id: int, first: date, last: date | None = None) -> None:
+    """The organization's figures from `first` to `last` (default: today) changed; days after today are not
+    rolled up yet, and get marked when they come (`mark_current_days`)."""
+    last = min(last or today(), today())
+    if first > last:
+        return
+    UsageDirtyDay.objects.bulk_create(
+        [UsageDirtyDay(organization_id=organization_id, day=day) for day in days_between(first, last)],
+        ignore_conflicts=True,
+    )
