@@ -342,6 +342,11 @@ class CapacityRequest(audit_labels.Numbered, models.Model):
     )
     starts_on = models.DateField(_("first day"))
     ends_on = models.DateField(_("last day"))
+    start_slack_days = models.PositiveIntegerField(
+        _("start slack (days)"),
+        default=0,
+        help_text=_("How many days later the whole window may start if the pool is full on the days asked (0: none)."),
+    )
     justification = models.TextField(_("justification"), max_length=FREE_TEXT_MAX)
     # The optional training plan behind the request; the estimate is computed from it.
     parameter_count = models.BigIntegerField(
@@ -595,5 +600,5 @@ class AuditEvent(models.Model):
 
 
 # Models of sub-packages, registered in this app (they do not import this module).
-from tenants.capacity.models import PoolDay  # noqa: E402, F401
+from tenants.capacity.models import CapacityPlan, PoolDay  # noqa: E402, F401
 from tenants.tokens.models import ApiToken  # noqa: E402, F401

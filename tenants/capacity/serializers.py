@@ -345,8 +345,8 @@ class CapacityRequestSerializer(api.ModelSerializer):
         model = CapacityRequest
         fields = [
             "id", "organization", "kind", "base_allocation", "instance_type", "region", "instance_count",
-            "starts_on", "ends_on", "justification", "parameter_count", "training_tokens", "framework",
-            "expected_mfu", "submit", "status", "created_by", "created_at", "submitted_at", "decided_by",
+            "starts_on", "ends_on", "start_slack_days", "justification", "parameter_count", "training_tokens",
+            "framework", "expected_mfu", "submit", "status", "created_by", "created_at", "submitted_at", "decided_by",
             "decided_at", "decision_comment", "allocation", "granted_instance_count", "estimate",
         ]  # fmt: skip
         read_only_fields = [
