@@ -131,3 +131,35 @@ def pool_chart(
         "peak": peak,
         "free_at_peak": pool.allocatable_instances - peak,
     }
+
+
+def plan_chart(pool: dict, *, today: date) -> dict:
+    """Geometry of a plan's chart for one pool: the free instances per day over the window, before the plan (the
+    ledger) and after it (what the plan grants taken out), as two areas, against the allocatable line. `pool` is a
+    plan's pool row: {"allocatable", "free": [[day, before, after], …]}."""
+    days_free = [(date.fromisoformat(day), int(before), int(after)) for day, before, after in pool["free"]]
+    if not days_free:
+        return {}
+    first, last = days_free[0][0], days_free[-1][0]
+    days = DayScale(FRAME, first, last)
+    top = max([pool["allocatable"], *(b for _d, b, _a in days_free)])
+    values = ValueScale(FRAME, top)
+
+    def area(pick) -> str:
+        edge = []
+        for day, before, after in days_free:
+            y = values.y(max(pick(before, after), 0))
+            edge += [f"{days.x(day)},{y}", f"{days.x(day + ONE_DAY)},{y}"]
+        floor = values.y(0)
+        return " ".join([*edge, f"{days.x(last + ONE_DAY)},{floor}", f"{days.x(first)},{floor}"])
+
+    return {
+        **FRAME.as_dict(),
+        "before": area(lambda before, after: before),
+        "after": area(lambda before, after: after),
+        "y_allocatable": values.y(pool["allocatable"]),
+        "ticks_y": values.ticks(marks=(pool["allocatable"],)),
+        "months": days.months(),
+        "today_x": days.x(today) if days.contains(today) else None,
+        "granted_peak": max(before - after for _d, before, after in days_free),
+    }

@@ -20,6 +20,7 @@ from tenants.access import require_program_manager
 from tenants.capacity.decisions import approve_request
 from tenants.capacity.ledger import allocated_by_day
 from tenants.capacity.models import CapacityPlan
+from tenants.capacity.planning.reasons import explain
 from tenants.capacity.planning.solver import FAIRNESS_RULES, PoolInput, RequestInput, Solution, solve
 from tenants.capacity.requests import locked_request
 from tenants.models import CapacityPool, CapacityRequest
@@ -351,7 +352,7 @@ def _apply_one(*, user, plan: CapacityPlan, row: dict) -> Outcome:
                 instance_count=row["instances"],
                 starts_on=date.fromisoformat(row["starts_on"]),
                 ends_on=date.fromisoformat(row["ends_on"]),
-                comment=_("Granted by capacity plan %(plan)s.") % {"plan": plan.number},
+                comment=_("Granted by capacity plan %(plan)s.") % {"plan": plan.number} + " " + explain(row),
             )
     except CapacityRequest.DoesNotExist:
         return Outcome(row["request"], number, False, _("%(id)s no longer exists.") % {"id": number})

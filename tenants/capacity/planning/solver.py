@@ -305,7 +305,11 @@ def solve(
             model.add_hint(floor, level)
             for _org_id, (target, weight, _a) in targets.items():
                 model.add_hint(target, min(level * weight, SHARE_SCALE))
-    model.maximize(total)
+    # Goal 3, and among plans granting as much, the fewest days moved: objective = total × K − days moved, with
+    # K above any sum of shifts, so a day moved never costs an instance-day.
+    moved = [o.shift * c for vars_ in choices.values() for o, _n, c in vars_ if o.shift]
+    scale = 1 + sum(max((o.shift for o, _n, _c in vars_), default=0) for vars_ in choices.values())
+    model.maximize(total * scale - sum(moved) if moved else total)
     status = run()
     statuses.append(status)
     found = best(status)
@@ -315,8 +319,10 @@ def solve(
         label = "FCFS" if fallback is fcfs else "FEASIBLE"
         return Solution(fallback, label, granted, max(granted, fcfs_total), fcfs_total, min_share, seconds,
                         fairness, notes)  # fmt: skip
-    granted = int(solver.objective_value)
+    granted = sum(g.instance_days for g in found.values())
     bound = int(solver.best_objective_bound)
+    if moved:
+        bound = (bound + scale - 1) // scale  # total × K − moved ≤ bound, and moved < K
     optimal = all(s == cp_model.OPTIMAL for s in statuses)
     return Solution(found, "OPTIMAL" if optimal else "FEASIBLE", granted, bound, fcfs_total, min_share, seconds,
                     fairness, notes)  # fmt: skip
