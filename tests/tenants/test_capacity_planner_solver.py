@@ -14,6 +14,9 @@ from tenants.capacity.planning.solver import (
     Grant,
     PoolInput,
     RequestInput,
+    Profile,
+    asked_demand,
+    candidates,
     first_come_first_served,
     options,
     solve,
@@ -83,24 +86,32 @@ def within_asked(grants, requests) -> bool:
     return True
 
 
+def test_a_later_window_is_considered_only_where_it_has_more_room():
+    pool = pool_of(4, [3, 3, 1, 1, 0, 0, 0, 0])
+    asked = RequestInput(1, 1, 1, 4, TODAY, TODAY + timedelta(days=1), start_slack_days=6)
+    windows = candidates(asked, pool, Profile(pool, first=TODAY, last=pool.ends_on), today=TODAY)
+    # As asked: room 1; one day later: still 1 (day 2 has 1 free... day 1 has 1): skipped; two days later: 3;
+    # four days later: 4, the whole ask; nothing after that is considered.
+    assert [(o.shift, room) for o, room in windows] == [(0, 1), (2, 3), (4, 4)]
+    assert len(options(asked, pool, today=TODAY)) == 7
+
+
 def brute_force(requests, pools, *, fairness: str) -> tuple[int, int]:
     """(best floor, best total instance-days) by trying every assignment: the same lexicographic rule."""
     fcfs_total = sum(g.instance_days for g in first_come_first_served(requests, pools, today=TODAY).values())
     choices = []
+    asked, counted = {}, set()
+    demand = asked_demand(requests, today=TODAY)
     for r in requests:
         pool = pools[r.pool_id]
-        mine = [None] + [(o, n) for o in options(r, pool, today=TODAY) for n in range(1, r.instance_count + 1)]
-        choices.append(mine)
-    asked, counted = {}, set()
-    for r in requests:
+        profile = Profile(pool, first=TODAY, last=pool.ends_on)
+        windows = candidates(r, pool, profile, today=TODAY, demand=demand[r.pool_id])
+        choices.append([None] + [(o, n) for o, _room in windows for n in range(1, r.instance_count + 1)])
         asked[r.organization_id] = asked.get(r.organization_id, 0) + r.instance_count * (
             (r.ends_on - r.starts_on).days + 1
         )
-        pool = pools[r.pool_id]
-        for o in options(r, pool, today=TODAY):
-            days = [o.starts_on + timedelta(days=i) for i in range(o.days)]
-            if min(pool.allocatable - pool.used.get(d, 0) for d in days) >= 1:
-                counted.add(r.organization_id)
+        if windows:
+            counted.add(r.organization_id)
     best = (-1, -1)
     for combo in itertools.product(*choices):
         load: dict = {}

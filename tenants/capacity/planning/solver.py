@@ -142,6 +142,45 @@ class Profile:
         return min(self.free[i:j]) if j > i else 0
 
 
+def asked_demand(requests: list[RequestInput], *, today: date) -> dict[int, dict[date, int]]:
+    """Per pool and day, the instances the queue asks for as asked: the contention a later window may avoid."""
+    demand: dict[int, dict[date, int]] = defaultdict(lambda: defaultdict(int))
+    for request in requests:
+        day = max(request.starts_on, today)
+        while day <= request.ends_on:
+            demand[request.pool_id][day] += request.instance_count
+            day += ONE_DAY
+    return demand
+
+
+def candidates(
+    request: RequestInput, pool: PoolInput, profile: Profile, *, today: date, demand: dict[date, int] | None = None
+) -> list[tuple[Option, int]]:
+    """The windows the plan considers for a request, with the most instances each could hold on the ledger alone.
+    The asked window; and a later one within the slack only where it has more room than every earlier one, on the
+    ledger alone or once the rest of the queue's asks (`demand`, from asked_demand) are counted too: a request is
+    never moved to a window no better than one it could have had sooner. A forced request (what-if) is
+    considered only as asked, and only if it fits."""
+    own_first = max(request.starts_on, today)
+    found, best, best_contended = [], 0, -1
+    for option in options(request, pool, today=today):
+        room = min(request.instance_count, profile.min_free(option.starts_on, option.ends_on))
+        if request.forced and room < request.instance_count:
+            return []
+        contended = room
+        if demand is not None and room > 0:
+            day, contended = option.starts_on, room
+            while day <= option.ends_on and contended > 0:
+                others = demand.get(day, 0) - (request.instance_count if own_first <= day <= request.ends_on else 0)
+                contended = min(contended, profile.min_free(day, day) - others)
+                day += ONE_DAY
+            contended = max(contended, 0)
+        if room > 0 and (room > best or contended > best_contended or not found):
+            found.append((option, room))
+        best, best_contended = max(best, room), max(best_contended, contended)
+    return found
+
+
 def first_come_first_served(
     requests: list[RequestInput], pools: dict[int, PoolInput], *, today: date
 ) -> dict[int, Grant]:
@@ -201,16 +240,14 @@ def solve(
     notes: list[str] = []
     per_pool: dict[int, list[tuple[Option, cp_model.IntVar]]] = defaultdict(list)
     profiles: dict[int, Profile] = {}
+    demand = asked_demand(requests, today=today)
     for request in requests:
         pool = pools[request.pool_id]
-        windows = options(request, pool, today=today)
         if pool.id not in profiles:
             profiles[pool.id] = Profile(pool, first=max(pool.starts_on, today), last=pool.ends_on)
         vars_ = []
-        for option in windows:
-            room = min(request.instance_count, profiles[pool.id].min_free(option.starts_on, option.ends_on))
-            if room <= 0 or (request.forced and room < request.instance_count):
-                continue
+        windows = candidates(request, pool, profiles[pool.id], today=today, demand=demand[pool.id])
+        for option, room in windows:
             count = model.new_int_var(0, room, f"n{request.id}_{option.shift}")
             chosen = model.new_bool_var(f"x{request.id}_{option.shift}")
             model.add(count <= room * chosen)
