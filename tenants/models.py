@@ -342,11 +342,7 @@ class CapacityRequest(audit_labels.Numbered, models.Model):
     )
     starts_on = models.DateField(_("first day"))
     ends_on = models.DateField(_("last day"))
-    start_slack_days = models.PositiveIntegerField(
-        _("start slack (days)"),
-        default=0,
-        help_text=_("How many days later the whole window may start if the pool is full on the days asked (0: none)."),
-    )
+    start_slack_days = models.PositiveIntegerField(_("start slack (days)"), default=0)  # days the window may move
     justification = models.TextField(_("justification"), max_length=FREE_TEXT_MAX)
     # The optional training plan behind the request; the estimate is computed from it.
     parameter_count = models.BigIntegerField(

@@ -359,6 +359,10 @@ class CapacityRequestSerializer(api.ModelSerializer):
             },
             "instance_count": {"help_text": "Instances asked for; for an enlargement, the instances to add."},
             "starts_on": {"help_text": "First day asked for."},
+            "start_slack_days": {
+                "help_text": "How many days later the whole window may start if the pool is full on the days asked "
+                "(default 0: none); the window moved by all of it must end inside the pool and the program."
+            },
             "ends_on": {"help_text": "Last day asked for, inclusive."},
             "justification": {"help_text": "Why the organization needs the capacity, for the program managers."},
             "parameter_count": {

@@ -16,7 +16,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='capacityrequest',
             name='start_slack_days',
-            field=models.PositiveIntegerField(default=0, help_text='How many days later the whole window may start if the pool is full on the days asked (0: none).', verbose_name='start slack (days)'),
+            field=models.PositiveIntegerField(default=0, verbose_name='start slack (days)'),
         ),
         migrations.CreateModel(
             name='CapacityPlan',
