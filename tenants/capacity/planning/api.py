@@ -39,7 +39,7 @@ class CapacityPlanViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     @extend_schema(request=PlanRequestSerializer, responses={201: CapacityPlanSerializer})
     def create(self, request, *args, **kwargs):
         """Plan the submitted requests of some or all pools; the plan is stored (for applying) and returned."""
-        inputs = PlanRequestSerializer(data=request.data)
+        inputs = PlanRequestSerializer(data=request.data, context={"request": request})
         inputs.is_valid(raise_exception=True)
         plan = make_plan(user=request.user, ask=inputs.ask())
         return Response(CapacityPlanSerializer(plan).data, status=status.HTTP_201_CREATED)

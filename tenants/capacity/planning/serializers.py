@@ -6,6 +6,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from portal import serializers as api
+from tenants.access import visible_organizations
 from tenants.capacity.planning.services import Growth, PlanAsk
 from tenants.capacity.planning.solver import FAIRNESS_RULES
 from tenants.cycle import IN_CYCLE
@@ -27,21 +28,19 @@ class WhatIfSerializer(api.Serializer):
         many=True, required=False, help_text="Plan as if these pools had more allocatable instances from a day on."
     )
     approve_as_asked = serializers.PrimaryKeyRelatedField(
-        queryset=CapacityRequest.objects.none(),  # staff only: every request (set in __init__)
+        queryset=CapacityRequest.objects.none(),  # narrowed to the caller's scope by PlanRequestSerializer
         required=False,
         allow_null=True,
         help_text="Id of a submitted request to plan as approved as asked; the answer lists the requests that "
         "would then get less (displaced).",
     )
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["approve_as_asked"].queryset = CapacityRequest.objects.select_related("pool", "organization")
-
 
 class WeightSerializer(api.Serializer):
     organization = api.SlugRelatedField(
-        slug_field="slug", queryset=Organization.objects.all(), help_text="Slug of the organization weighted."
+        slug_field="slug",
+        queryset=Organization.objects.none(),  # narrowed to the caller's scope by PlanRequestSerializer
+        help_text="Slug of the organization weighted.",
     )
     weight = serializers.IntegerField(
         min_value=1, max_value=MAX_WEIGHT, help_text="Its weight in the max-min rule (default 1 for every other)."
@@ -58,7 +57,7 @@ class PlanRequestSerializer(api.Serializer):
         help_text="Ids of the pools to plan; empty or left out: every pool with submitted requests.",
     )
     requests = serializers.PrimaryKeyRelatedField(
-        queryset=CapacityRequest.objects.none(),  # set in __init__
+        queryset=CapacityRequest.objects.none(),  # narrowed to the caller's scope in __init__
         many=True,
         required=False,
         help_text="Ids of submitted requests to plan; left out: every submitted request of the pools.",
@@ -85,7 +84,15 @@ class PlanRequestSerializer(api.Serializer):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["requests"].child_relation.queryset = CapacityRequest.objects.select_related("pool")
+        request = self.context.get("request")
+        if request is not None:
+            user = request.user
+            self.fields["requests"].child_relation.queryset = CapacityRequest.objects.visible_to(user).select_related(
+                "pool"
+            )
+            what_if = self.fields["what_if"].fields["approve_as_asked"]
+            what_if.queryset = CapacityRequest.objects.visible_to(user).select_related("pool", "organization")
+            self.fields["weights"].child.fields["organization"].queryset = visible_organizations(user)
 
     def ask(self) -> PlanAsk:
         data = self.validated_data
