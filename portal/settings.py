@@ -227,6 +227,8 @@ if not 0 < 2 * CLUSTER_HEARTBEAT_SECONDS <= CLUSTER_LEASE_SECONDS:
 # Dates a program can mean (rate card, estimates, requests, allocations, usage ranges, review weeks) lie within
 # its cycle, or this many days around it (tenants.cycle); anything else is a 400 / form error naming the field.
 PROGRAM_DATE_MARGIN_DAYS = env_int("PROGRAM_DATE_MARGIN_DAYS", 366)
+# The capacity planner's default time limit (seconds) for the solver; a plan may ask for another (0.5–30 s).
+CAPACITY_PLAN_TIME_LIMIT = float(env("CAPACITY_PLAN_TIME_LIMIT", "2"))
 
 # --- AWS ------------------------------------------------------------------------------------
 # boto3 honours AWS_ENDPOINT_URL for every client; `make run` points it at the local emulator.

@@ -7,6 +7,7 @@ from rest_framework.routers import DefaultRouter
 from portal.views import healthz
 from tenants import api as tenants_api
 from tenants.capacity import api as capacity_api
+from tenants.capacity.planning import api as planning_api
 from tenants.logins.views import LoginView
 from tenants.members import api as members_api
 from tenants.members import views as members_views
@@ -32,6 +33,7 @@ router.register("instance-types", tenants_api.InstanceTypeViewSet, basename="ins
 router.register("pools", capacity_api.CapacityPoolViewSet, basename="pool")
 router.register("capacity-requests", capacity_api.CapacityRequestViewSet, basename="capacity-request")
 router.register("allocations", capacity_api.AllocationViewSet, basename="allocation")
+router.register("capacity-plans", planning_api.CapacityPlanViewSet, basename="capacity-plan")
 router.register("workloads", records_api.WorkloadViewSet, basename="workload")
 router.register("support-cases", support_api.SupportCaseViewSet, basename="support-case")
 router.register("review-meetings", review_api.ReviewMeetingViewSet, basename="review-meeting")

@@ -347,6 +347,7 @@ class CapacityRequest(audit_labels.Numbered, models.Model):
     )
     starts_on = models.DateField(_("first day"))
     ends_on = models.DateField(_("last day"))
+    start_slack_days = models.PositiveIntegerField(_("start slack (days)"), default=0)  # days the window may move
     justification = models.TextField(_("justification"), max_length=FREE_TEXT_MAX)
     # The optional training plan behind the request; the estimate is computed from it.
     parameter_count = models.BigIntegerField(
@@ -592,7 +593,7 @@ class AuditEvent(models.Model):
 
 
 # Models of sub-packages, registered in this app (they do not import this module).
-from tenants.capacity.models import PoolDay  # noqa: E402, F401
+from tenants.capacity.models import CapacityPlan, PoolDay  # noqa: E402, F401
 from tenants.logins.models import PasswordResetRequest  # noqa: E402, F401
 from tenants.members.models import Invitation  # noqa: E402, F401
 from tenants.tokens.models import ApiToken  # noqa: E402, F401

@@ -151,3 +151,60 @@ def pool_chart(
         unit=charts.unit(),
     )
     return {"chart": chart, "series": series, "peak": peak, "free_at_peak": pool.allocatable_instances - peak}
+
+
+def plan_chart(pool: dict, *, today: date) -> charts.Chart | None:
+    """A plan's chart for one pool: the free instances per day over the window before the plan (the ledger) and
+    after it (what the plan grants taken out), against the allocatable line. `pool` is a plan's pool row:
+    {"pool", "allocatable", "free": [[day, before, after], …]}."""
+    days_free = [(date.fromisoformat(day), int(before), int(after)) for day, before, after in pool["free"]]
+    if not days_free:
+        return None
+    labels = [day.isoformat() for day, _before, _after in days_free]
+    before = [max(b, 0) for _day, b, _after in days_free]
+    after = [max(a, 0) for _day, _before, a in days_free]
+    allocatable = _("allocatable: %(n)s") % {"n": pool["allocatable"]}
+    option = charts.base_option(filename=f"plan-pool-{pool['pool']}")
+    option["xAxis"] = charts.category_axis(labels, name=_("date (program time)"), boundaryGap=False)
+    option["yAxis"] = charts.value_axis(_("instances free"))
+    option["series"] = [
+        {
+            "type": "line",
+            "name": _("free before the plan (the part above the green is what the plan grants)"),
+            "step": "middle",
+            "symbol": "none",
+            "data": before,
+            "color": "#f79009",
+            "areaStyle": {"opacity": 0.35},
+            "markLine": {
+                "symbol": "none",
+                "silent": True,
+                "lineStyle": {"color": charts.LIMIT, "type": "dotted"},
+                "label": {"formatter": _("today"), "position": "end"},
+                "data": [{"xAxis": today.isoformat()}] if today.isoformat() in labels else [],
+            },
+        },
+        {
+            "type": "line",
+            "name": _("still free after the plan"),
+            "step": "middle",
+            "symbol": "none",
+            "data": after,
+            "color": charts.RUNNING,
+            "areaStyle": {"opacity": 0.35},
+            "z": 3,
+        },
+        charts.reference_line(
+            allocatable, pool["allocatable"], len(labels), label=allocatable, color=charts.TOTAL, dashed=True
+        ),
+    ]
+    rows = [[(day.isoformat(), ""), f"{b:,}", f"{a:,}", f"{b - a:,}"] for day, b, a in days_free]
+    return charts.Chart(
+        key=f"plan-pool-{pool['pool']}",
+        label=_("Instances free per day, before and after the plan"),
+        option=option,
+        height=320 + charts.fit_legend(option),
+        columns=[_("Day"), _("Free before"), _("Free after"), _("Granted by the plan")],
+        rows=rows,
+        unit=charts.unit(),
+    )

@@ -6,7 +6,7 @@ is enforced in `_check_fits` under a row lock on the pool, and nowhere else.
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -91,11 +91,26 @@ def approve_request(
         )
     if end < start:
         raise ValidationError({"ends_on": _("The last day must not be before the first day.")})
-    if start < capacity_request.starts_on or end > capacity_request.ends_on:
-        window = _("An approval can shorten the requested window (%(start)s – %(end)s), not widen it.") % {
-            "start": date_format(capacity_request.starts_on, "Y-m-d"),
-            "end": date_format(capacity_request.ends_on, "Y-m-d"),
-        }
+    slack = timedelta(days=capacity_request.start_slack_days)
+    if (
+        start < capacity_request.starts_on
+        or end > capacity_request.ends_on + slack
+        or (end - start > capacity_request.ends_on - capacity_request.starts_on)
+    ):
+        if slack:
+            window = _(
+                "An approval can shorten the requested window (%(start)s – %(end)s) or move it up to %(slack)s "
+                "days later, not widen it."
+            ) % {
+                "start": date_format(capacity_request.starts_on, "Y-m-d"),
+                "end": date_format(capacity_request.ends_on, "Y-m-d"),
+                "slack": capacity_request.start_slack_days,
+            }
+        else:
+            window = _("An approval can shorten the requested window (%(start)s – %(end)s), not widen it.") % {
+                "start": date_format(capacity_request.starts_on, "Y-m-d"),
+                "end": date_format(capacity_request.ends_on, "Y-m-d"),
+            }
         raise ValidationError({"starts_on" if start < capacity_request.starts_on else "ends_on": window})
     if end < today():
         raise ValidationError(
@@ -105,6 +120,7 @@ def approve_request(
     start = max(start, today())
     _check_fits(pool=pool, instance_count=count, starts_on=start, ends_on=end)
 
+    # A grant moved within the slack, or trimmed, is a partial approval: the tenant gets other than it asked.
     partial = (count, start, end) != (
         capacity_request.instance_count,
         capacity_request.starts_on,

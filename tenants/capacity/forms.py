@@ -56,6 +56,14 @@ class CapacityRequestForm(forms.Form):
     instance_count = forms.IntegerField(label=_("Instances"), min_value=1, max_value=MAX_INSTANCES, initial=8)
     starts_on = forms.DateField(label=_("First day"), widget=DateInput, validators=[IN_CYCLE])
     ends_on = forms.DateField(label=_("Last day"), widget=DateInput, validators=[IN_CYCLE])
+    start_slack_days = forms.IntegerField(
+        label=_("Start slack (days)"),
+        min_value=0,
+        max_value=366,
+        initial=0,
+        required=False,
+        help_text=_("How many days later the whole window may start if the pool is full on the days asked."),
+    )
     justification = forms.CharField(
         label=_("Justification"),
         widget=forms.Textarea(attrs={"rows": 3}),

@@ -20,6 +20,7 @@ from tenants.access import get_org_access_or_404
 from tenants.audit import plain, record_audit
 from tenants.capacity.estimate import MAX_PARAMETERS, MAX_TOKENS
 from tenants.capacity.pools import find_pool
+from tenants.cycle import program_cycle
 from tenants.models import Allocation, CapacityPool, CapacityRequest, InstanceType, Organization
 
 Status = CapacityRequest.Status
@@ -47,6 +48,7 @@ class Plan:
     framework: str = ""
     expected_mfu: Decimal | None = None
     kind: str | None = None  # None: "new" for a new request, unchanged for an edited draft
+    start_slack_days: int = 0
 
     @classmethod
     def from_data(cls, data: dict, *, base: Allocation | None, default_kind: str | None = None) -> Plan:
@@ -63,6 +65,7 @@ class Plan:
             framework=data.get("framework", ""),
             expected_mfu=data.get("expected_mfu"),
             kind=data.get("kind") or default_kind,
+            start_slack_days=data.get("start_slack_days") or 0,
         )
 
     def field_values(self, *, pool: CapacityPool, kind: str) -> dict:
@@ -73,13 +76,14 @@ class Plan:
             "parameter_count": self.parameter_count, "training_tokens": self.training_tokens,
             "framework": self.framework,
             "expected_mfu": None if self.expected_mfu is None else Decimal(self.expected_mfu),
+            "start_slack_days": self.start_slack_days,
         }  # fmt: skip
 
 
 # The fields a tenant writes; a draft's edit may change any of them (type and region through `pool`).
 PLAN_FIELDS = (
     "kind", "pool", "instance_count", "starts_on", "ends_on", "justification", "parameter_count", "training_tokens",
-    "framework", "expected_mfu",
+    "framework", "expected_mfu", "start_slack_days",
 )  # fmt: skip
 
 
@@ -179,6 +183,7 @@ def _checked_plan(
                 % {"pool": pool, "n": pool.allocatable_instances}
             }
         )
+    _check_slack(plan, pool=pool)
     if plan.parameter_count is not None and not 0 < plan.parameter_count <= MAX_PARAMETERS:
         raise ValidationError(
             {"parameter_count": _("The parameter count must be between 1 and %(max)s.") % {"max": MAX_PARAMETERS}}
@@ -190,6 +195,35 @@ def _checked_plan(
     if plan.expected_mfu is not None and not Decimal("0") < Decimal(plan.expected_mfu) <= Decimal("1"):
         raise ValidationError({"expected_mfu": _("Model FLOPs utilization is a fraction between 0 and 1.")})
     return pool
+
+
+def _check_slack(plan: Plan, *, pool: CapacityPool) -> None:
+    """A window moved by its whole slack still lies in the program's cycle and the pool's window."""
+    slack = plan.start_slack_days or 0
+    if slack < 0:
+        raise ValidationError({"start_slack_days": _("The slack is a number of days, 0 or more.")})
+    if not slack:
+        return
+    cycle = program_cycle()
+    try:
+        latest_end = plan.ends_on + timedelta(days=slack)
+    except OverflowError:
+        latest_end = date.max
+    if latest_end not in cycle or latest_end > pool.ends_on:
+        raise ValidationError(
+            {
+                "start_slack_days": _(
+                    "Moved %(slack)s days later, the window would end on %(end)s, after the %(pool)s pool and the "
+                    "program end (%(last)s)."
+                )
+                % {
+                    "slack": slack,
+                    "end": date_format(latest_end, "Y-m-d") if latest_end != date.max else "—",
+                    "pool": pool,
+                    "last": date_format(min(pool.ends_on, cycle.last), "Y-m-d"),
+                }
+            }
+        )
 
 
 def _check_change_of(base: Allocation, *, organization: Organization, kind: str, starts_on: date,

@@ -345,8 +345,8 @@ class CapacityRequestSerializer(api.ModelSerializer):
         model = CapacityRequest
         fields = [
             "id", "organization", "kind", "base_allocation", "instance_type", "region", "instance_count",
-            "starts_on", "ends_on", "justification", "parameter_count", "training_tokens", "framework",
-            "expected_mfu", "submit", "status", "created_by", "created_at", "submitted_at", "decided_by",
+            "starts_on", "ends_on", "start_slack_days", "justification", "parameter_count", "training_tokens",
+            "framework", "expected_mfu", "submit", "status", "created_by", "created_at", "submitted_at", "decided_by",
             "decided_at", "decision_comment", "allocation", "granted_instance_count", "estimate",
         ]  # fmt: skip
         read_only_fields = [
@@ -359,6 +359,10 @@ class CapacityRequestSerializer(api.ModelSerializer):
             },
             "instance_count": {"help_text": "Instances asked for; for an enlargement, the instances to add."},
             "starts_on": {"help_text": "First day asked for."},
+            "start_slack_days": {
+                "help_text": "How many days later the whole window may start if the pool is full on the days asked "
+                "(default 0: none); the window moved by all of it must end inside the pool and the program."
+            },
             "ends_on": {"help_text": "Last day asked for, inclusive."},
             "justification": {"help_text": "Why the organization needs the capacity, for the program managers."},
             "parameter_count": {

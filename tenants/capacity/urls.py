@@ -4,10 +4,14 @@ under /program/capacity/. URL names are unchanged from before the capacity sub-p
 from django.urls import path
 
 from tenants.capacity import staff_views, views
+from tenants.capacity.planning import views as plan_views
 
 urlpatterns = [
     path("program/capacity/review/", staff_views.review_queue, name="review-queue"),
     path("program/capacity/requests/<int:pk>/decide/", staff_views.decide, name="capacity-decide"),
+    path("program/capacity/plans/", plan_views.capacity_plans, name="capacity-plans"),
+    path("program/capacity/plans/<int:pk>/", plan_views.capacity_plan, name="capacity-plan-page"),
+    path("program/capacity/plans/<int:pk>/apply/", plan_views.capacity_plan_apply, name="capacity-plan-apply-page"),
     path("program/capacity/pools/<int:pk>/", staff_views.pool_timeline, name="pool-timeline"),
     path("program/capacity/allocations/", staff_views.allocations, name="allocations"),
     path("program/capacity/allocations/<int:pk>/revoke/", staff_views.revoke, name="allocation-revoke-page"),

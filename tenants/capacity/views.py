@@ -231,6 +231,7 @@ def _draft_initial(draft: CapacityRequest) -> dict:
         "instance_count": draft.instance_count,
         "starts_on": draft.starts_on,
         "ends_on": draft.ends_on,
+        "start_slack_days": draft.start_slack_days,
         "justification": draft.justification,
         "parameters_b": in_billions(draft.parameter_count),
         "tokens_b": in_billions(draft.training_tokens),
