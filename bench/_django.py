@@ -55,3 +55,30 @@ def median_get(client, url: str, repeat: int) -> dict:
         assert response.status_code == 200, (url, response.status_code)
         runs.append(m)
     return {"ms": statistics.median(r["ms"] for r in runs), "queries": runs[-1]["queries"]}
+
+
+def bench_program():
+    """The benchmarks' program (2030-01-01 to 2030-07-01) with three pools of 100,000 instances each: p5.48xlarge
+    in us-east-1 and ap-northeast-1, trn1.32xlarge in us-east-1. Returns (program, pools)."""
+    from datetime import date
+
+    from tenants.models import CapacityPool, InstanceType, Program, Region
+
+    program = Program.objects.create(name="Bench", slug="bench", starts_on=date(2030, 1, 1), ends_on=date(2030, 7, 1))
+    types = {t.api_name: t for t in InstanceType.objects.all()}
+    pools = [
+        CapacityPool.objects.create(
+            program=program,
+            instance_type=types[name],
+            region=region,
+            total_instances=100_000,
+            starts_on=program.starts_on,
+            ends_on=program.ends_on,
+        )
+        for name, region in (
+            ("p5.48xlarge", Region.US_EAST_1),
+            ("p5.48xlarge", Region.AP_NORTHEAST_1),
+            ("trn1.32xlarge", Region.US_EAST_1),
+        )
+    ]
+    return program, pools

@@ -13,7 +13,7 @@ import statistics
 import time
 from datetime import UTC, date, datetime, timedelta
 
-from bench._django import median_get, setup
+from bench._django import bench_program, median_get, setup
 
 SIZES = (1_000, 10_000, 50_000)
 ORGS = 2_000
@@ -81,26 +81,10 @@ def main() -> None:
     from django.test import Client
     from rest_framework.test import APIClient
 
-    from tenants.models import CapacityPool, InstanceType, Organization, Program, Region, StaffRole
+    from tenants.models import Organization, StaffRole
 
     rng = random.Random(42)
-    program = Program.objects.create(name="Bench", slug="bench", starts_on=date(2030, 1, 1), ends_on=date(2030, 7, 1))
-    types = {t.api_name: t for t in InstanceType.objects.all()}
-    pools = [
-        CapacityPool.objects.create(
-            program=program,
-            instance_type=types[name],
-            region=region,
-            total_instances=100_000,
-            starts_on=program.starts_on,
-            ends_on=program.ends_on,
-        )  # fmt: skip
-        for name, region in (
-            ("p5.48xlarge", Region.US_EAST_1),
-            ("p5.48xlarge", Region.AP_NORTHEAST_1),
-            ("trn1.32xlarge", Region.US_EAST_1),
-        )  # fmt: skip
-    ]
+    program, pools = bench_program()
     Organization.objects.bulk_create(Organization(name=f"Org {i}", slug=f"org-{i}") for i in range(ORGS))
     orgs = list(Organization.objects.all())
     manager = get_user_model().objects.create_user("bench-manager", password="x")

@@ -13,7 +13,7 @@ import time
 from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
 
-from bench._django import setup
+from bench._django import bench_program, setup
 
 SIZES = (40, 200, 1_000)
 ALLOCATIONS = 50_000
@@ -92,26 +92,10 @@ def main() -> None:
     from django.contrib.auth import get_user_model
 
     from tenants.capacity.planning.services import PlanAsk, make_plan
-    from tenants.models import CapacityPool, InstanceType, Organization, Program, Region, StaffRole
+    from tenants.models import Organization, StaffRole
 
     rng = random.Random(26)
-    program = Program.objects.create(name="Bench", slug="bench", starts_on=date(2030, 1, 1), ends_on=date(2030, 7, 1))
-    types = {t.api_name: t for t in InstanceType.objects.all()}
-    pools = [
-        CapacityPool.objects.create(
-            program=program,
-            instance_type=types[name],
-            region=region,
-            total_instances=100_000,
-            starts_on=program.starts_on,
-            ends_on=program.ends_on,
-        )  # fmt: skip
-        for name, region in (
-            ("p5.48xlarge", Region.US_EAST_1),
-            ("p5.48xlarge", Region.AP_NORTHEAST_1),
-            ("trn1.32xlarge", Region.US_EAST_1),
-        )
-    ]
+    program, pools = bench_program()
     orgs = [Organization.objects.create(name=f"Org {i}", slug=f"org-{i}") for i in range(ORGS)]
     manager = get_user_model().objects.create_user("bench-manager", password="x")
     StaffRole.objects.create(user=manager, role=StaffRole.Role.PROGRAM_MANAGER)
