@@ -11,8 +11,10 @@ and retries a read.
 
 import logging
 import sqlite3
+import sys
 import time
 
+from django.core.signals import got_request_exception
 from django.db import InterfaceError, OperationalError, connections
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
@@ -77,7 +79,7 @@ class DatabaseUnavailableMiddleware:
         return unavailable(request, exception) if connection_lost(exception) else None
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        response = self.get_response(request)
+        response = self._answer(request)
         error = getattr(response, "database_error", None)
         # Inside a transaction (ATOMIC_REQUESTS, a test) its earlier work is gone: a retry would be a different request.
         if error and request.method in IDEMPOTENT_METHODS and not _in_transaction():
@@ -87,8 +89,28 @@ class DatabaseUnavailableMiddleware:
             for conn in connections.all(initialized_only=True):
                 conn.close_if_unusable_or_obsolete()  # Django's own check: a broken connection is closed, not reused
             time.sleep(RETRY_PAUSE_SECONDS)
-            response = self.get_response(request)
+            response = self._answer(request)
             error = getattr(response, "database_error", None)
         if error:
             logger.error("Database unavailable: 503 to %s %s (%s)", request.method, request.path, error)
         return response
+
+    def _answer(self, request: HttpRequest) -> HttpResponse:
+        """The response from below; a 500 that a lost connection caused in a middleware (where no process_exception
+        sees it: Django turns it into a response, a debug page with DEBUG on) answered `unavailable()` as a view's."""
+        request.database_lost = None
+        response = self.get_response(request)
+        lost = request.database_lost
+        if response.status_code == 500 and lost is not None and not hasattr(response, "database_error"):
+            response = unavailable(request, lost)
+        return response
+
+
+def _note_lost_connection(sender, request=None, **kwargs) -> None:
+    """Django's signal for any exception it answers with a 500: the request keeps a lost connection's exception."""
+    exc = sys.exc_info()[1]
+    if request is not None and connection_lost(exc):
+        request.database_lost = exc
+
+
+got_request_exception.connect(_note_lost_connection, dispatch_uid="portal-database-lost")
