@@ -147,7 +147,7 @@ TENANT_FACTORIES[Membership] = MembershipFactory
 TENANT_FACTORIES[Allocation] = AllocationFactory
 
 
-# --- Workloads and support cases (issue 5) -------------------------------------------------------
+# --- Workloads and support cases -------------------------------------------------------
 
 
 class WorkloadFactory(factory.django.DjangoModelFactory):
@@ -190,7 +190,7 @@ TENANT_FACTORIES[Workload] = WorkloadFactory
 TENANT_FACTORIES[SupportCase] = SupportCaseFactory
 
 
-# --- Clusters (issue #4) --------------------------------------------------------------------------
+# --- Clusters --------------------------------------------------------------------------
 
 
 class ActiveAllocationFactory(AllocationFactory):
@@ -248,7 +248,7 @@ class ClusterFactory(factory.django.DjangoModelFactory):
 TENANT_FACTORIES[Cluster] = ClusterFactory
 
 
-# --- What clusters report (issue 15): jobs, GPU health, nccl-tests runs, reporter tokens ---------------------------
+# --- What clusters report: jobs, GPU health, nccl-tests runs, reporter tokens ---------------------------
 
 
 class ClusterNodeFactory(factory.django.DjangoModelFactory):

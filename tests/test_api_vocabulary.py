@@ -1,4 +1,4 @@
-"""One vocabulary across the API (issue 16 item 2): the estimate, capacity requests and workloads name a model's
+"""One vocabulary across the API: the estimate, capacity requests and workloads name a model's
 size, its training tokens and the expected utilization the same way — parameter_count, training_tokens,
 expected_mfu. The former names (the estimate's parameters, tokens, mfu; a workload's target_tokens) still work
 for one release and are marked deprecated in the schema."""

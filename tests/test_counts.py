@@ -1,4 +1,4 @@
-"""Large counts in words, as each language says them (issue 16 item 9: "260.0 ビリオン" should read "2,600億")."""
+"""Large counts in words, as each language says them ("2,600億", never "260.0 ビリオン")."""
 
 import pytest
 from django.utils import translation

@@ -21,7 +21,7 @@ from workloads.models import (
     WorkloadChange,
 )
 
-# --- Workloads and support cases (issue 5) -------------------------------------------------------
+# --- Workloads and support cases -------------------------------------------------------
 # View-only: every write goes through the services (workloads.records, .support), which keep the field history
 # and the case events and send the notifications. An admin edit would bypass all three.
 
@@ -101,7 +101,7 @@ class ReviewMeetingAdmin(ReadOnlyAdmin):
     inlines = [ActionItemInline]
 
 
-# --- Clusters (issue 4) ---------------------------------------------------------------------------
+# --- Clusters ---------------------------------------------------------------------------
 # The program team links an org's account for clusters here; clusters themselves change only through
 # workloads.clusters (compare-and-set lifecycle), so they are view-only.
 
@@ -148,7 +148,7 @@ class CloudCallTallyAdmin(ReadOnlyAdmin):
     search_fields = ["account"]
 
 
-# --- What clusters report (issue 15) --------------------------------------------------------------------------------
+# --- What clusters report --------------------------------------------------------------------------------
 # Prometheus sources are set up here by the program team; the reports themselves (jobs, health events, nccl-tests
 # runs) come from the clusters through the services and are view-only. NCCL baselines are edited on the health
 # rules page, where each change records who made it.

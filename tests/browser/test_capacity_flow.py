@@ -25,7 +25,7 @@ def test_request_estimate_partial_approval_allocation(page, live_server, screens
     log_in(page, live_server, "tenant1")
     page.get_by_role("link", name="Capacity", exact=True).click()
     page.get_by_role("link", name="Request capacity").click()
-    console = []  # typing must log nothing: no aborted htmx requests (issue 16 item 9)
+    console = []  # typing must log nothing: no aborted htmx requests
     page.on("console", lambda message: console.append(message.text) if message.type in ("error", "warning") else None)
     page.get_by_label("Pool").select_option("p5.48xlarge/us-east-1")
     page.get_by_label("Instances").fill("4")

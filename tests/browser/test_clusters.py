@@ -74,7 +74,7 @@ def test_tenant_creates_a_cluster_and_watches_it_come_into_service(page, live_se
     )
     assert page.evaluate("window.__notReloaded") is True  # htmx swapped the status in; no reload
     assert page.locator("progress").count() == 0  # polling and the progress bar stop once in service
-    assert flash.count() == 1 and not flash.is_visible()  # "being provisioned" is no longer true (issue 23)
+    assert flash.count() == 1 and not flash.is_visible()  # "being provisioned" is no longer true
     assert page.get_by_role("cell", name="workers-p5-48xlarge-3").is_visible()
     assert page.get_by_test_id("timeline").get_by_text("Provisioning").first.is_visible()
     screenshot("cluster-in-service")

@@ -1,4 +1,4 @@
-"""The program's tables in Chromium at 1280 px, in English and Japanese, on the demo program (issue 23): the weekly
+"""The program's tables in Chromium at 1280 px, in English and Japanese, on the demo program: the weekly
 review's table fits without scrolling (its Utilization and Change columns were cut in Japanese), the program's jobs
 table shows its cluster column, the tenant overview's facts stay inside their card, and a sortable table sorts in
 place through htmx with the sort in the URL. Screenshots in test-artifacts/."""
@@ -56,7 +56,7 @@ def test_the_tenant_overview_keeps_its_facts_in_their_card(page, live_server, sc
 
 @pytest.mark.parametrize("language", ["en", "ja"])
 def test_a_header_sorts_the_table_in_place(page, live_server, screenshot, demo, language):
-    """Issue 23 item 8: clicking a column header sorts through htmx (no reload), the sort in the URL; again, the
+    """clicking a column header sorts through htmx (no reload), the sort in the URL; again, the
     other way."""
     log_in(page, live_server, "manager", language)
     page.goto(f"{live_server.url}/program/usage/?period=program")

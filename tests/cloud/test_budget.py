@@ -1,5 +1,5 @@
 """A cloud call gives up inside its task's soft time limit, on botocore's own timeouts and retry budget, and the task
-records the failure itself (issue 22, item 2). The arithmetic is checked against the real profiles and task limits;
+records the failure itself. The arithmetic is checked against the real profiles and task limits;
 the behaviour against real sockets: an endpoint that accepts and never answers, and one that refuses."""
 
 import signal

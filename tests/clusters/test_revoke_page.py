@@ -1,4 +1,4 @@
-"""Revoking an allocation names what it deletes (issue 16 item 7): the revoke page lists the clusters before a
+"""Revoking an allocation names what it deletes: the revoke page lists the clusters before a
 manager confirms, the same ones the revocation deletes, and the organization's email names them in its language."""
 
 import re

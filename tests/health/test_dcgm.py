@@ -421,7 +421,7 @@ def test_an_empty_vector_is_no_readings():
     assert prometheus_vector_pairs({"status": "success", "data": {"resultType": "vector", "result": []}}) == []
 
 
-# -- DCGM's blanks and the physical bounds (issue 24) ---------------------------------------------
+# -- DCGM's blanks and the physical bounds ---------------------------------------------
 
 INT64_NOT_SUPPORTED = "9223372036854775794"  # DCGM_INT64_BLANK + 2, as an older dcgm-exporter prints it
 

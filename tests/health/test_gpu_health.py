@@ -420,7 +420,7 @@ def test_prometheus_errors_never_show_credentials_from_the_url():
     assert "s3cret" not in error.value.message and "127.0.0.1:9" in error.value.message
 
 
-# -- DCGM blanks and impossible values (issue 24) ------------------------------------------------
+# -- DCGM blanks and impossible values ------------------------------------------------
 
 NOT_SUPPORTED = "9223372036854775794"  # DCGM_INT64_NOT_SUPPORTED, as older dcgm-exporters print it
 

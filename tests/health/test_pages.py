@@ -132,7 +132,7 @@ def test_incidents_list_open_critical_events_by_org_with_their_case(support_clie
 
 
 def test_a_silent_reporter_counts_from_its_last_report(support_client, cluster):
-    """Issue 23 item 12: silent since it was marked (3 intervals after its last report) read "silent for 5 minutes"
+    """silent since it was marked (3 intervals after its last report) read "silent for 5 minutes"
     while nothing had come for two hours."""
     now = timezone.now()
     Cluster.objects.filter(pk=cluster.pk).update(

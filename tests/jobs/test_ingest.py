@@ -397,7 +397,7 @@ def test_slurm_names_keep_the_hosts_they_had_when_reported(reporter, cluster):
 
 
 def test_a_running_job_on_a_gone_node_counts_up_to_the_nodes_going(reporter, cluster, member):
-    """Issue 24 item 5: the reporter still lists it RUNNING, but its node stopped at 12:00; its hours stop there."""
+    """the reporter still lists it RUNNING, but its node stopped at 12:00; its hours stop there."""
     from tests.factories import ClusterNodeFactory
 
     gone = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)

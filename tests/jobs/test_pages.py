@@ -39,7 +39,7 @@ def test_the_job_list_of_a_cluster_says_what_runs_now_by_user_and_partition(memb
 
 
 def test_by_user_tells_the_same_username_of_two_organizations_apart(manager_client, cluster, other_org):
-    """Issue 23 item 12: "alice" of two organizations are two people; the program's summary merged them."""
+    """ "alice" of two organizations are two people; the program's summary merged them."""
     theirs = ClusterFactory(organization=other_org, name="p5-theirs")
     JobFactory(cluster=cluster, job_id="1", state="RUNNING", ended_at=None, user="alice", accelerators=16)
     JobFactory(cluster=theirs, job_id="1", state="RUNNING", ended_at=None, user="alice", accelerators=8)
@@ -164,7 +164,7 @@ def test_the_script_downloads_as_a_file(client):
 
 
 def test_the_job_list_sorts_by_its_columns_in_place(manager_client, cluster):
-    """Issue 23 item 8: ?sort=accelerators / -accelerators / user, in place through htmx; the default is newest."""
+    """?sort=accelerators / -accelerators / user, in place through htmx; the default is newest."""
     now = timezone.now()
     JobFactory(cluster=cluster, job_id="1", user="carol", accelerators=8, submitted_at=now - timedelta(hours=3))
     JobFactory(cluster=cluster, job_id="2", user="alice", accelerators=32, submitted_at=now - timedelta(hours=2))
@@ -177,7 +177,7 @@ def test_the_job_list_sorts_by_its_columns_in_place(manager_client, cluster):
 
 
 def test_the_job_list_says_where_a_count_not_named_by_alloc_tres_came_from(member_client, cluster):
-    """Issue 24 item 5: a job given whole nodes says so; one whose AllocTRES names its GPUs needs no note."""
+    """a job given whole nodes says so; one whose AllocTRES names its GPUs needs no note."""
     JobFactory(cluster=cluster, job_id="1", accelerators=16, accelerators_source="exclusive_node", partition="whole")
     JobFactory(cluster=cluster, job_id="2", accelerators=8, accelerators_source="alloc_tres")
     JobFactory(cluster=cluster, job_id="3", accelerators=0, accelerators_source="none")

@@ -476,7 +476,7 @@ def test_live_estimate_says_why_it_cannot_estimate(member_client, org, pool):
 
 
 def test_the_form_offers_only_the_pools_the_program_has(member_client, org, pool):
-    """Issue 16 item 9: a type and region without a pool (Trn1 in Tokyo) cannot be chosen at all."""
+    """a type and region without a pool (Trn1 in Tokyo) cannot be chosen at all."""
     CapacityPoolFactory(program=pool.program, instance_type=instance_type("trn1.32xlarge"), total_instances=24)
     page = member_client.get(reverse("capacity-request-new", args=[org.slug])).text
 
@@ -588,7 +588,7 @@ def test_a_plan_no_grantable_count_finishes_says_to_ask_for_a_longer_window(memb
 
 
 def test_requests_and_allocations_are_numbered_apart(member_client, org, pool):
-    """Issue 23 item 12: request 13 and allocation 13 both read "#13"; now R-13 and A-13 wherever they appear."""
+    """request 13 and allocation 13 both read "#13"; now R-13 and A-13 wherever they appear."""
     request = CapacityRequestFactory(organization=org, pool=pool, status=CapacityRequest.Status.APPROVED)
     allocation = AllocationFactory(organization=org, pool=pool, request=request)
     detail = member_client.get(reverse("capacity-request", args=[org.slug, request.pk])).text
@@ -600,7 +600,7 @@ def test_requests_and_allocations_are_numbered_apart(member_client, org, pool):
 
 
 def test_the_allocation_lists_sort_by_their_columns_in_place(manager_client, member_client, org, pool):
-    """Issue 23 item 8: ?sort=instances / -instances orders the staff page and an organization's capacity page,
+    """?sort=instances / -instances orders the staff page and an organization's capacity page,
     through htmx (the table's own part swapped), keeping the filters; an unknown key is ignored."""
     small = AllocationFactory(
         organization=org, pool=pool, instance_count=2, starts_on=date(2027, 1, 1), ends_on=date(2027, 1, 31)

@@ -60,5 +60,5 @@ def _table_orderings():
 
 @pytest.mark.parametrize(("model", "column", "fields"), _table_orderings())
 def test_every_sortable_column_of_a_list_has_an_index(model, column, fields):
-    """Issue 23 item 8: a column the allocation pages sort by (?sort=) is one an index starts with."""
+    """a column the allocation pages sort by (?sort=) is one an index starts with."""
     assert served(model, list(fields)), f"?sort={column} sorts every {model.__name__}"

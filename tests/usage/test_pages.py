@@ -197,7 +197,7 @@ def test_the_weekly_review_shows_the_weeks_usage_and_links_to_it(manager_client)
     assert all(figure in alpha for figure in ("792.0", "144.5", "18.2%", "idle"))
     assert all(figure in beta for figure in ("336.0", "168.0", "50.0%")) and "idle" not in beta
     assert 'href="/program/usage/?period=2027-W10"' in text
-    # Issue 23 item 12: the week's cost beside its usage, the same figures as the usage page's.
+    # the week's cost beside its usage, the same figures as the usage page's.
     assert all(figure in alpha for figure in ("$5,309.20", "$33,791.52", "$28,482.32"))
     assert "$15,605.76" in beta
 
@@ -247,7 +247,7 @@ def test_the_heatmap_and_the_pool_lines_give_the_tables_figures(manager_client):
     ("sort", "first"), [("utilization", "Alpha Lab"), ("-utilization", "Beta Lab"), ("-allocated", "Alpha Lab")]
 )
 def test_the_organizations_sort_by_a_column_in_place(manager_client, sort, first):
-    """Issue 23 item 8: every column sorts (?sort=col / -col), in place through htmx, the sort in the URL."""
+    """every column sorts (?sort=col / -col), in place through htmx, the sort in the URL."""
     page = manager_client.get(f"/program/usage/?period=2027-W10&sort={sort}", headers={"HX-Request": "true"})
     assert page.status_code == 200 and "<html" not in page.text
     rows = [row.record.organization.name for row in page.context["org_table"].rows]

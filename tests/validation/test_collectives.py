@@ -1,4 +1,4 @@
-"""Issue 24 items 3, 4 and 11 (nccl part): the collective read from the log and judged only against its own baseline;
+"""nccl-tests logs: the collective read from the log and judged only against its own baseline;
 logs printed with -I 1 / -S 1 and MPICH rank prefixes read; impossible values refused whole."""
 
 import re

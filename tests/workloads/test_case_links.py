@@ -1,4 +1,4 @@
-"""A support case names the cluster, and the node, it is about (issue 16 item 5): in the form, the API and the
+"""A support case names the cluster, and the node, it is about: in the form, the API and the
 service, only within the case's organization; the cluster page links to its cases and opens one about a node."""
 
 import pytest

@@ -266,7 +266,7 @@ def test_the_review_page_runs_a_fixed_number_of_queries(manager_client, manager,
 
 
 def test_the_review_table_sorts_by_its_columns_in_place(week, manager_client, org, other_org):
-    """Issue 23 item 8: ?sort=open_cases / -open_cases, the table's own part swapped by htmx."""
+    """?sort=open_cases / -open_cases, the table's own part swapped by htmx."""
     url = reverse("review:week", args=["2027-W10"])
     for sort, first in (("-open_cases", other_org.name), ("open_cases", "Gamma Lab"), ("organization", org.name)):
         with at("2027-03-20 09:00"):

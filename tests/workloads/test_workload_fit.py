@@ -1,4 +1,4 @@
-"""A workload's parallelism layout beside what it runs on (issue 16 item 4): TP × PP × DP accelerators against the
+"""A workload's parallelism layout beside what it runs on: TP × PP × DP accelerators against the
 linked allocation and the workload's live clusters, a warning (never a refusal) where it does not fit."""
 
 import pytest

@@ -140,7 +140,7 @@ def test_the_tracking_view_runs_a_fixed_number_of_queries(manager_client, org):
 
 
 def test_the_instances_column_counts_the_workloads_own_live_clusters(member_client, org, allocation):
-    """Issue 16 item 5: the workload's clusters' worker instances, beside what its allocation holds."""
+    """the workload's clusters' worker instances, beside what its allocation holds."""
     busy = WorkloadFactory(organization=org, name="busy", allocation=allocation)
     idle = WorkloadFactory(organization=org, name="idle", allocation=allocation)
     ClusterFactory(organization=org, allocation=allocation, workload=busy, workers=3)
