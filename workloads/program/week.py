@@ -15,6 +15,7 @@ from decimal import Decimal
 
 from django.db.models import Case, Count, F, FloatField, Q, Sum, Value, When
 from django.db.models.functions import Cast
+from django.db.models.lookups import LessThan
 
 from tenants.access import visible_organizations
 from tenants.models import Allocation, CapacityRequest, Organization, Program
@@ -22,9 +23,15 @@ from workloads.clusters.models import Cluster
 from workloads.health.models import HealthEvent
 from workloads.support.models import SupportCase
 from workloads.usage.allocations import AllocationUse, allocation_use
-from workloads.usage.billed import BilledCheck, billed_against_computed, billed_settled_through
-from workloads.usage.definitions import ROW_SUMS
-from workloads.usage.models import BilledCost, UsageDay
+from workloads.usage.billed import (
+    BilledCheck,
+    SettledBilling,
+    billed_against_computed,
+    billed_off,
+    billed_settled_through,
+    week_summaries_settled,
+)
+from workloads.usage.models import BilledCost, UsageDay, UsageWeek
 from workloads.usage.periods import Period
 from workloads.usage.reports import Figures
 
@@ -91,29 +98,32 @@ class WeekGlance(IdleAndOver):
 
 
 def per_org_week(rows, *, threshold: Decimal):
-    """The week's rows grouped per organization through the usage definitions (ROW_SUMS: idle and over-allocation
-    per pool and day, floored, then summed; neither netted against the other), with the flags the page orders by —
+    """The week's summaries, one per organization (UsageWeek: the daily rows' ROW_SUMS, idle and over-allocation
+    per pool and day floored, then summed; neither netted against the other), with the flags the page orders by —
     in the database, so ranking 2,000 organizations returns a dozen rows and counting them one row."""
-    grouped = rows.values("organization_id").annotate(**{name: ROW_SUMS[name] for name in WEEK_SUMS})
-    return grouped.annotate(
+    idle_p, idle_q = threshold.as_integer_ratio()  # running ÷ allocated < threshold, as integers (as the pages)
+    return rows.values("organization_id", *WEEK_SUMS, "billed", "billed_computed").annotate(
         ratio=Case(
             When(allocated__gt=0, then=Cast("running", FloatField()) / Cast("allocated", FloatField())),
             default=Value(None),
             output_field=FloatField(),
         ),
-        is_idle=Case(When(ratio__lt=float(threshold), then=Value(1)), default=Value(0)),
+        is_idle=Case(
+            When(Q(allocated__gt=0) & LessThan(F("running") * idle_q, F("allocated") * idle_p), then=Value(1)),
+            default=Value(0),
+        ),
         is_over=Case(When(over_allocation__gt=0, then=Value(1)), default=Value(0)),
     )
 
 
-def week_glance(*, period: Period, usage_rows, billed_rows, threshold: Decimal) -> WeekGlance:
+def week_glance(*, period: Period, week_rows, usage_rows, billed_rows, threshold: Decimal) -> WeekGlance:
     """The week in five queries whatever the number of organizations: the last billed day, the SHOWN needing
     attention most (idle first, then over-running, then the least used), billed and computed cost per organization over
-    the settled days, and the totals and counts over every organization."""
-    # order_by(): no Meta ordering (by the organization's name, a join) in a grouped read
+    the settled days, and the totals and counts over every organization. `week_rows`: the week summaries the reader
+    may see, `usage_rows` the daily rows (the settled days are part of the week)."""
     rows = usage_rows.filter(day__gte=period.first, day__lte=period.last).order_by()
     settled = billed_settled_through(period)  # one day for the program: the usage pages' own
-    grouped = per_org_week(rows, threshold=threshold)
+    grouped = per_org_week(week_rows.filter(week=period.first).order_by(), threshold=threshold)
     top = list(
         grouped.order_by(
             F("is_idle").desc(),
@@ -123,13 +133,27 @@ def week_glance(*, period: Period, usage_rows, billed_rows, threshold: Decimal) 
             "organization_id",
         )[:SHOWN]
     )
-    # Billed against computed over the settled days, for every organization (the count of gaps) in two grouped reads.
-    settled_figures = (
-        billed_against_computed(billed_rows=billed_rows, usage_rows=rows, first=period.first, through=settled)
-        if settled
-        else {}
-    )
-    checks = {org_id: BilledCheck(billed, computed, settled) for org_id, (billed, computed) in settled_figures.items()}
+    # Billed against computed over the settled days: from the week's summaries when they hold it as of `settled`
+    # (then counted with the rest below); otherwise the rows shown read one by one, the rest counted in SQL.
+    summarized = week_summaries_settled(period.first, settled)
+    checks: dict[int, BilledCheck] = {}
+    billed_apart = 0
+    if summarized:
+        checks = {
+            row["organization_id"]: BilledCheck(row["billed"], row["billed_computed"], settled)
+            for row in top
+            if row["billed"] is not None
+        }
+    elif settled:
+        shown_ids = [row["organization_id"] for row in top]
+        found = billed_against_computed(
+            billed_rows=billed_rows.filter(organization_id__in=shown_ids),
+            usage_rows=rows.filter(organization_id__in=shown_ids),
+            first=period.first, through=settled,
+        )  # fmt: skip
+        checks = {org_id: BilledCheck(billed, computed, settled) for org_id, (billed, computed) in found.items()}
+        every = SettledBilling(billed_rows=billed_rows, usage_rows=rows, first=period.first, through=settled)
+        billed_apart = every.off_count()
     shown = [
         OrgWeek(
             row["organization_id"],
@@ -143,8 +167,11 @@ def week_glance(*, period: Period, usage_rows, billed_rows, threshold: Decimal) 
         all_organizations=Count("organization_id"),
         all_idle=Sum("is_idle"),
         all_over_orgs=Sum("is_over"),
+        all_billed_off=Count("organization_id", filter=billed_off("billed", "billed_computed")),
         **{f"all_{name}": Sum(name) for name in WEEK_SUMS},
     )
+    if summarized:
+        billed_apart = counts["all_billed_off"]
     return WeekGlance(
         period=period,
         rows=shown,
@@ -152,7 +179,7 @@ def week_glance(*, period: Period, usage_rows, billed_rows, threshold: Decimal) 
         organizations=counts["all_organizations"] or 0,
         idle=counts["all_idle"] or 0,
         over_orgs=counts["all_over_orgs"] or 0,
-        billed_off=sum(1 for check in checks.values() if check.off),
+        billed_off=billed_apart,
         settled_through=settled,
     )
 
@@ -204,22 +231,21 @@ def underused_allocations(allocations, usage_rows, *, today: date, threshold: De
     instance-hours used. The candidates are those whose pool ran under the threshold over the last 7 days (one
     grouped query); the projection itself is allocation_use's, for at most PROJECTED_CANDIDATES of them."""
     active = allocations.filter(status=Allocation.Status.ACTIVE, starts_on__lte=today, ends_on__gt=today)
-    recent = (
+    below_p, below_q = threshold.as_integer_ratio()  # running ÷ allocated < threshold, compared as integers
+    low = (
         usage_rows.filter(day__gte=today - timedelta(days=6), day__lte=today)
+        .order_by()
         .values("organization_id", "pool_id")
         .annotate(allocated=Sum("allocated_microseconds"), running=Sum("running_microseconds"))
+        .filter(LessThan(F("running") * below_q, F("allocated") * below_p), allocated__gt=0)
+        .order_by(Cast("running", FloatField()) / Cast("allocated", FloatField()), "organization_id", "pool_id")
+        .values_list("organization_id", "pool_id")[:PROJECTED_CANDIDATES]
     )
-    ratios = {
-        (r["organization_id"], r["pool_id"]): Decimal(r["running"] or 0) / r["allocated"]
-        for r in recent
-        if r["allocated"]
-    }
-    low = sorted((ratio, pair) for pair, ratio in ratios.items() if ratio < threshold)[:PROJECTED_CANDIDATES]
-    if not low:
-        return []
     pairs = Q()
-    for _ratio, (org_id, pool_id) in low:
+    for org_id, pool_id in low:
         pairs |= Q(organization_id=org_id, pool_id=pool_id)
+    if not pairs:
+        return []
     candidates = list(active.filter(pairs).select_related("organization", "pool__instance_type"))
     uses = allocation_use(candidates, as_of=as_of).values()
     found = [u for u in uses if u.projected_share is not None and u.projected_share < threshold]
@@ -231,8 +257,10 @@ def glance(*, user, program: Program | None, weeks: list[Period], today: date, a
     threshold = program.idle_threshold if program else Decimal("0.5")
     usage_rows = UsageDay.objects.visible_to(user)
     billed_rows = BilledCost.objects.visible_to(user)
+    week_rows = UsageWeek.objects.visible_to(user)
     week_glances = [
-        week_glance(period=p, usage_rows=usage_rows, billed_rows=billed_rows, threshold=threshold) for p in weeks
+        week_glance(period=p, week_rows=week_rows, usage_rows=usage_rows, billed_rows=billed_rows, threshold=threshold)
+        for p in weeks
     ]
     name_rows(week_glances, visible_organizations(user))
     cases = (

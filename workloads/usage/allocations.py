@@ -16,7 +16,6 @@ from tenants.models import Allocation, CapacityPool
 from workloads.usage.definitions import (
     MICROSECONDS_PER_HOUR,
     ONE_DAY,
-    allocated_microseconds,
     allocation_span,
     days_between,
     hours,
@@ -84,6 +83,13 @@ def allocation_use(allocations: list[Allocation], *, as_of: datetime | None = No
         ).values_list("organization_id", "pool_id", "day", "allocated_microseconds", "running_microseconds")
     }
     recent_from = timezone.localdate(as_of) - timedelta(days=6)
+    windows: dict[date, tuple[datetime, datetime]] = {}  # each day's moments, computed once for every allocation
+
+    def window(day: date) -> tuple[datetime, datetime]:
+        if day not in windows:
+            windows[day] = (day_start(day), min(day_start(day + ONE_DAY), as_of))
+        return windows[day]
+
     result = {}
     for allocation in allocations:
         span = allocation_span(allocation.starts_on, allocation.ends_on, allocation.revoked_at)
@@ -93,14 +99,7 @@ def allocation_use(allocations: list[Allocation], *, as_of: datetime | None = No
             total_allocated, total_running = days.get((allocation.organization_id, allocation.pool_id, day), (0, 0))
             if not total_allocated or not total_running:
                 continue
-            window = (day_start(day), min(day_start(day + ONE_DAY), as_of))
-            mine = allocated_microseconds(
-                instance_count=allocation.instance_count,
-                starts_on=allocation.starts_on,
-                ends_on=allocation.ends_on,
-                revoked_at=allocation.revoked_at,
-                window=window,
-            )
+            mine = allocation.instance_count * overlap(*span, *window(day))  # definitions.allocated_microseconds
             share = total_running * mine // total_allocated
             running += share
             if day >= recent_from:

@@ -7,9 +7,13 @@ from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 
-from django.db.models import Sum
+from django.db import connection
+from django.db.models import F, Q, QuerySet, Sum
+from django.db.models.expressions import RawSQL
+from django.db.models.functions import Abs
+from django.db.models.lookups import GreaterThan
 
-from workloads.usage.models import BilledCost, UsageDay
+from workloads.usage.models import BilledCost, SettledWeek, UsageDay
 from workloads.usage.periods import Period
 
 BILLED_TOLERANCE = Decimal("0.10")  # billed and computed cost may differ by a tenth before a page flags it
@@ -64,23 +68,89 @@ def billed_settled(*, organization_ids: list[int], period: Period) -> tuple[date
     )
 
 
+def _per_organization(rows, column: str, *, first: date, through: date) -> QuerySet:
+    return (
+        rows.filter(day__gte=first, day__lte=through)
+        .order_by()
+        .values("organization_id")
+        .annotate(total=Sum(column))
+        .values("organization_id", "total")
+    )
+
+
+class SettledBilling:
+    """Billed against computed over the settled days (`first` through `through`) for every organization of
+    `billed_rows` billed then, in the database: the two sides grouped per organization and joined there, so 2,000
+    organizations are counted, summed and flagged without being read one by one. An organization with no billed row
+    on the settled days (no linked account, or nothing fetched) is not there: it has no billed figure at all
+    rather than a -100% gap."""
+
+    def __init__(self, *, billed_rows, usage_rows, first: date, through: date):
+        billed, billed_params = _per_organization(
+            billed_rows, "cost_micro_usd", first=first, through=through
+        ).query.sql_with_params()
+        computed, computed_params = _per_organization(
+            usage_rows, "running_cost_micro_usd", first=first, through=through
+        ).query.sql_with_params()
+        # Two querysets compiled by Django, every value a parameter: SQL only for the join the ORM cannot write.
+        self.sql = (
+            "SELECT b.organization_id, b.total AS billed, COALESCE(c.total, 0) AS computed "  # noqa: S608
+            f"FROM ({billed}) b LEFT JOIN ({computed}) c ON c.organization_id = b.organization_id"
+        )
+        self.params = (*billed_params, *computed_params)
+
+    # BilledCheck.off in SQL, exactly (integers): billed and computed differ by more than BILLED_TOLERANCE of the
+    # computed (none computed: no gap).
+    OFF = "s.computed > 0 AND ABS(s.billed - s.computed) * %s > s.computed * %s"
+
+    def _one(self, select: str, where: str = "") -> tuple:
+        numerator, denominator = BILLED_TOLERANCE.as_integer_ratio()
+        params = (*self.params, denominator, numerator) if where else self.params
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT {select} FROM ({self.sql}) s {where}", params)  # noqa: S608 (our own SQL)
+            return cursor.fetchone()
+
+    def totals(self) -> tuple[int | None, int]:
+        """(billed, computed) summed over the organizations billed; billed None when none is."""
+        billed, computed = self._one("SUM(s.billed), SUM(s.computed)")
+        return (None if billed is None else int(billed)), int(computed or 0)
+
+    def off_count(self) -> int:
+        return self._one("COUNT(*)", f"WHERE {self.OFF}")[0]
+
+    def off_ids(self) -> RawSQL:
+        """The organizations billed apart, as a subquery (`pk__in=`)."""
+        numerator, denominator = BILLED_TOLERANCE.as_integer_ratio()
+        off = f"SELECT s.organization_id FROM ({self.sql}) s WHERE {self.OFF}"  # noqa: S608 (our own SQL)
+        return RawSQL(off, (*self.params, denominator, numerator))  # noqa: S611
+
+
+def billed_off(billed: str, computed: str) -> Q:
+    """BilledCheck.off as a condition on two integer fields or aliases (SettledBilling.OFF, for the ORM)."""
+    numerator, denominator = BILLED_TOLERANCE.as_integer_ratio()
+    return Q(**{f"{billed}__isnull": False, f"{computed}__gt": 0}) & GreaterThan(
+        Abs(F(billed) - F(computed)) * denominator, F(computed) * numerator
+    )
+
+
+def week_summaries_settled(week: date, through: date | None) -> bool:
+    """Whether the week's summaries (UsageWeek) hold its billed check as of the settled day `through` a reader
+    found: not when Cost Explorer has billed a later day since they were all summed (a billing fetch sums them
+    again when it ends)."""
+    summed = SettledWeek.objects.filter(week=week).values_list("through", flat=True)
+    return bool(summed) and summed[0] == through
+
+
 def billed_against_computed(*, billed_rows, usage_rows, first: date, through: date) -> dict[int, tuple[int, int]]:
     """Per organization of `billed_rows`: (billed, computed running cost) from `first` through the settled day
-    `through`, in micro-USD; two grouped queries, whatever the number of organizations."""
-    billed = dict(
-        billed_rows.filter(day__gte=first, day__lte=through)
-        .order_by()
-        .values("organization_id")
-        .annotate(total=Sum("cost_micro_usd"))
-        .values_list("organization_id", "total")
-    )
-    computed = dict(
-        usage_rows.filter(day__gte=first, day__lte=through)
-        .order_by()
-        .values("organization_id")
-        .annotate(total=Sum("running_cost_micro_usd"))
-        .values_list("organization_id", "total")
-    )
-    # An organization with no billed row on the settled days (no linked account, or nothing fetched) has no
-    # billed figure at all rather than a -100% gap.
+    `through`, in micro-USD; two grouped queries. For a few organizations (`billed_rows` cut to them): a program's
+    are counted and summed by SettledBilling."""
+    billed = {
+        row["organization_id"]: row["total"]
+        for row in _per_organization(billed_rows, "cost_micro_usd", first=first, through=through)
+    }
+    computed = {
+        row["organization_id"]: row["total"]
+        for row in _per_organization(usage_rows, "running_cost_micro_usd", first=first, through=through)
+    }
     return {org_id: (total, computed.get(org_id) or 0) for org_id, total in billed.items()}

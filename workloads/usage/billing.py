@@ -13,8 +13,9 @@ from django.utils import timezone
 
 from portal import cloud
 from portal.cloud.costs import daily_costs
-from portal.periods import today
+from portal.periods import days_between, today
 from tenants.models import CapacityPool, Organization
+from workloads.usage import summaries
 from workloads.usage.models import BilledCost
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,11 @@ def fetch_billed_costs(*, days: int = REREAD_DAYS, session=None) -> dict[str, in
             )
         outcome["organizations"] += 1
         outcome["rows"] += len(report.costs)
+    if outcome["organizations"]:
+        # The latest day billed settles its week for every organization: their weeks' billed checks are summed again.
+        with transaction.atomic():
+            summaries.lock()
+            summaries.refresh(days_between(start, end))
     if transient is not None:
         raise transient
     return outcome

@@ -139,6 +139,27 @@ def row_sums(prefix: str = "", filter: Q | None = None) -> dict[str, Sum]:
     }
 
 
+def accelerator_sums(prefix: str = "", filter: Q | None = None) -> dict[str, Sum]:
+    """Accelerator-time summed across instance types (each row's instance-time × its type's accelerators), for
+    sums not grouped by instance type; `prefix` and `filter` as in row_sums."""
+    per_instance = F(prefix + "pool__instance_type__accelerators_per_instance")
+    return {
+        "allocated_accelerators": Sum(F(prefix + "allocated_microseconds") * per_instance, filter=filter),
+        "running_accelerators": Sum(F(prefix + "running_microseconds") * per_instance, filter=filter),
+    }
+
+
 # Every reader (pages, CSV, API, digest, weekly review) sums through ROW_SUMS (or row_sums, for rows reached
 # through a relation or filtered).
 ROW_SUMS = row_sums()
+
+
+# The sums kept per organization-week and per pool-day (workloads.usage.summaries: SummedUsage's fields, named as
+# these): ROW_SUMS and the accelerator-time, summed again by whoever reads them.
+SUMMED = (*ROW_SUMS, "allocated_accelerators", "running_accelerators")
+
+
+def summary_sums(prefix: str = "", filter: Q | None = None) -> dict[str, Sum]:
+    """Sums of summary rows (UsageWeek, PoolUsageDay), reached through `prefix` and filtered as in row_sums: plain
+    sums, each daily row having been floored before it was summed into them."""
+    return {name: Sum(F(prefix + name), filter=filter) for name in SUMMED}

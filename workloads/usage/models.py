@@ -100,14 +100,90 @@ class UsageDay(models.Model):
     objects = TenantQuerySet.as_manager()
 
     class Meta:
-        ordering = ["day", "organization", "pool"]
+        # By ids, not by the organization's name: a join an ordering adds stays in every grouped read of the rows
+        ordering = ["day", "organization_id", "pool_id"]
         verbose_name = _("usage day")
         verbose_name_plural = _("usage days")
         constraints = [models.UniqueConstraint(fields=["organization", "pool", "day"], name="one_usage_row_per_day")]
-        indexes = [models.Index(fields=["day", "organization"], name="usage_day_org")]
+        indexes = [
+            models.Index(fields=["day", "organization"], name="usage_day_org"),
+            # One organization's days, whatever its pools: the billed check's computed side, per organization
+            models.Index(fields=["organization", "day"], name="usage_org_day"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.organization_id} {self.pool_id} {self.day}"
+
+
+class SummedUsage(models.Model):
+    """The daily rows' figures summed (the usage definitions' ROW_SUMS, idle and over-allocation floored per daily
+    row before the sum), kept beside them by workloads.usage.summaries so a program page sums a few thousand rows
+    whatever the number of organizations and days. Field names are the sums' names."""
+
+    allocated = models.BigIntegerField(default=0)  # instance-microseconds
+    running = models.BigIntegerField(default=0)
+    busy = models.BigIntegerField(null=True, blank=True)  # accelerator-microseconds; None: no job reported
+    allocated_accelerators = models.BigIntegerField(default=0)  # accelerator-microseconds
+    running_accelerators = models.BigIntegerField(default=0)
+    allocated_cost = models.BigIntegerField(default=0)  # micro-USD
+    running_cost = models.BigIntegerField(default=0)
+    idle = models.BigIntegerField(default=0)
+    idle_cost = models.BigIntegerField(default=0)
+    over_allocation = models.BigIntegerField(default=0)
+    over_allocation_cost = models.BigIntegerField(default=0)
+
+    class Meta:
+        abstract = True
+
+
+class UsageWeek(SummedUsage):
+    """One organization's daily rows of one ISO week (`week`: its Monday), summed over its pools: the program's
+    ranking, its landing page and the heatmap read these."""
+
+    organization = models.ForeignKey("tenants.Organization", on_delete=models.PROTECT, related_name="usage_weeks")
+    week = models.DateField()
+    # The billed check of the week (workloads.usage.billed) as of `settled_through`, the week's last day Cost
+    # Explorer had settled when this was written: what it billed (None: nothing), the running cost computed up
+    # to that day. A reader whose settled day differs reads BilledCost and UsageDay instead.
+    billed = models.BigIntegerField(null=True, blank=True)
+    billed_computed = models.BigIntegerField(default=0)
+    settled_through = models.DateField(null=True, blank=True)
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["organization", "week"], name="one_usage_week_per_org")]
+        indexes = [models.Index(fields=["week", "organization"], name="usage_week_org")]
+
+    def __str__(self) -> str:
+        return f"{self.organization_id} {self.week}"
+
+
+class SettledWeek(models.Model):
+    """The settled day (billed.billed_settled_through) every organization's UsageWeek of the week was summed with,
+    written when they all are (a billing fetch, a rebuild): a reader finding another settled day reads the daily
+    rows instead."""
+
+    week = models.DateField(unique=True)
+    through = models.DateField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.week}: {self.through}"
+
+
+class PoolUsageDay(SummedUsage):
+    """Every organization's daily rows of one pool on one day, summed: the program's totals and pool lines. Program
+    staff only (it crosses organizations)."""
+
+    pool = models.ForeignKey("tenants.CapacityPool", on_delete=models.PROTECT, related_name="+")
+    day = models.DateField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["pool", "day"], name="one_pool_usage_row_per_day")]
+        indexes = [models.Index(fields=["day"], name="pool_usage_day")]
+
+    def __str__(self) -> str:
+        return f"{self.pool_id} {self.day}"
 
 
 class ClusterUsageDay(models.Model):
@@ -232,7 +308,7 @@ class BilledCost(models.Model):
     objects = TenantQuerySet.as_manager()
 
     class Meta:
-        ordering = ["day", "organization", "instance_type"]
+        ordering = ["day", "organization_id", "instance_type"]  # by id: no join in grouped reads (as UsageDay)
         verbose_name = _("billed cost")
         verbose_name_plural = _("billed costs")
         constraints = [

@@ -78,6 +78,12 @@ class Period:
         return f"{date_format(self.first, 'Y-m-d')} – {date_format(self.last, 'Y-m-d')}"
 
     @property
+    def whole_weeks(self) -> bool:
+        """From a Monday to a Sunday (a week, or a range of weeks; so is the period before it): its figures can be
+        read from the weekly summaries (workloads.usage.summaries) instead of the daily rows."""
+        return self.first.weekday() == 0 and self.last.weekday() == 6
+
+    @property
     def days(self) -> int:
         return (self.last - self.first).days + 1
 

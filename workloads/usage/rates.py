@@ -16,13 +16,15 @@ from decimal import Decimal
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from tenants.access import require_program_manager
 from tenants.cycle import check_dates
 from tenants.models import CapacityPool, InstancePrice, InstanceType
+from workloads.usage import summaries
 from workloads.usage.definitions import cost_micro_usd
-from workloads.usage.models import RateCardEntry, UsageDay
+from workloads.usage.models import RateCardEntry, UsageDay, UsageRevision
 
 Kind = RateCardEntry.Kind
 PRECEDENCE = (Kind.NEGOTIATED, Kind.RESERVED, Kind.ON_DEMAND)
@@ -109,7 +111,9 @@ def _covered_until(entry: RateCardEntry) -> date | None:
 
 def reprice(*, instance_type: InstanceType, region: str, first: date, last: date | None) -> int:
     """Re-price the daily rows of pools of this type and region from `first` to `last` (None: every later day).
-    Returns how many rows were re-priced."""
+    Returns how many rows were re-priced. Their summaries are summed again and the charts drawn again, in the same
+    transaction (the caller's)."""
+    summaries.lock()
     pools = CapacityPool.objects.filter(instance_type=instance_type, region=region)
     rows = UsageDay.objects.filter(pool__in=pools, day__gte=first)
     if last is not None:
@@ -121,6 +125,9 @@ def reprice(*, instance_type: InstanceType, region: str, first: date, last: date
         changed.append(row)
     fields = ["usd_per_hour", "rate_source", "allocated_cost_micro_usd", "running_cost_micro_usd"]
     UsageDay.objects.bulk_update(changed, fields, batch_size=1000)
+    if changed:
+        summaries.refresh({row.day for row in changed}, {row.organization_id for row in changed})
+        UsageRevision.bump(timezone.now())
     return len(changed)
 
 

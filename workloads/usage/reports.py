@@ -5,7 +5,7 @@ rows (never from the intervals) in a fixed number of queries whatever the length
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
@@ -26,25 +26,34 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db.models.functions import Cast, TruncWeek
+from django.db.models.functions import Cast, Coalesce
 from django.db.models.lookups import LessThan
 from django.utils import timezone
 
 from portal.periods import day_start
 from tenants.models import CapacityPool, Organization, Program
-from workloads.usage.billed import BilledCheck, billed_against_computed, billed_settled, billed_settled_through
+from workloads.usage.billed import (
+    BilledCheck,
+    SettledBilling,
+    billed_off,
+    billed_settled,
+    billed_settled_through,
+    week_summaries_settled,
+)
 from workloads.usage.definitions import (
     ONE_DAY,
     ROW_SUMS,
+    accelerator_sums,
     cost_micro_usd,
     days_between,
     hours,
     overlap,
     row_sums,
+    summary_sums,
     usd,
     utilization,
 )
-from workloads.usage.models import BilledCost, ClusterUsageDay, UsageDay
+from workloads.usage.models import BilledCost, PoolUsageDay, UsageDay, UsageWeek
 from workloads.usage.periods import Period
 from workloads.usage.rates import load_rates
 
@@ -151,16 +160,6 @@ class Figures(InstanceTime):
         return usd(self.over_allocation_cost)
 
 
-def accelerator_sums(prefix: str = "", filter: Q | None = None) -> dict[str, Sum]:
-    """Accelerator-time summed across instance types (each row's instance-time × its type's accelerators), for
-    sums not grouped by instance type; `prefix` and `filter` as in definitions.row_sums."""
-    per_instance = F(prefix + "pool__instance_type__accelerators_per_instance")
-    return {
-        "allocated_accelerators": Sum(F(prefix + "allocated_microseconds") * per_instance, filter=filter),
-        "running_accelerators": Sum(F(prefix + "running_microseconds") * per_instance, filter=filter),
-    }
-
-
 def _figures(row: Mapping) -> Figures:
     """The Figures of one grouped row of ROW_SUMS: grouped by instance type (its `accelerators` per instance), or
     with accelerator-time summed across types (accelerator_sums)."""
@@ -190,6 +189,13 @@ def summed(rows: QuerySet[UsageDay], *keys: str) -> dict[tuple, Figures]:
     for row in rows.values(*keys, accelerators=ACCELERATORS).annotate(**ROW_SUMS):
         totals[tuple(row[k] for k in keys)].add(_figures(row))
     return totals
+
+
+def summed_summaries(rows: QuerySet, *keys: str) -> dict[tuple, Figures]:
+    """Summary rows (UsageWeek, PoolUsageDay) summed per `keys`, one query; each key's Figures."""
+    return {
+        tuple(row[k] for k in keys): _figures(row) for row in rows.order_by().values(*keys).annotate(**summary_sums())
+    }
 
 
 def in_period(rows: QuerySet[UsageDay], period: Period) -> QuerySet[UsageDay]:
@@ -281,61 +287,94 @@ def org_usage(
     period: Period,
     through: date | None,
     threshold: Decimal,
-    billed_off: Iterable[int] = (),
+    settled: SettledBilling | None = None,
+    billed_summarized: bool = False,
 ) -> QuerySet[Organization]:
     """Every organization with its figures over the period summed in the database, so a page of 20 among 2,000 is
-    sorted and cut there: ROW_SUMS of the period, the previous period's allocated and running time (the change),
-    what Cost Explorer billed over the settled days (through `through`, for the billed column's sort), and the flags
-    "needing attention" orders by (`billed_off`: the organizations whose BilledCheck is off); ordered by attention
-    (ATTENTION). All are aliases: a read computes only the sums its order needs; with_figures selects them."""
+    sorted and cut there: ROW_SUMS of the period (from the weekly summaries when the period is whole weeks), the
+    previous period's allocated and running time (the change), what Cost Explorer billed over the settled days
+    (through `through`) and the running cost computed over them, and the flags "needing attention" orders by
+    (billed apart: `settled`'s, in SQL); ordered by attention (ATTENTION). All are aliases: a read computes
+    only the sums its order needs; with_figures selects them."""
     previous = period.previous()
-    now = Q(usage__day__gte=period.first)
-    days = Q(usage_days__day__gte=previous.first if previous else period.first, usage_days__day__lte=period.last)
+    first = previous.first if previous else period.first
     nothing = Cast(Value(None), BigIntegerField())  # typed, so SQL can subtract it
+    if period.whole_weeks:  # a week among 2,000 organizations: their 4,000 weekly rows, not 28,000 daily ones
+        span = Q(usage_weeks__week__gte=first, usage_weeks__week__lte=period.last)
+        usage = FilteredRelation("usage_weeks", condition=span)
+        sums = summary_sums("usage__", Q(usage__week__gte=period.first))
+        column, allocated, running = "usage__week", "usage__allocated", "usage__running"
+    else:
+        span = Q(usage_days__day__gte=first, usage_days__day__lte=period.last)
+        usage = FilteredRelation("usage_days", condition=span)
+        sums = row_sums("usage__", Q(usage__day__gte=period.first))
+        column, allocated, running = "usage__day", "usage__allocated_microseconds", "usage__running_microseconds"
     before = {
-        "previous_allocated": Sum("usage__allocated_microseconds", filter=Q(usage__day__lte=previous.last))
-        if previous
-        else nothing,
-        "previous_running": Sum("usage__running_microseconds", filter=Q(usage__day__lte=previous.last))
-        if previous
-        else nothing,
+        "previous_allocated": Sum(allocated, filter=Q(**{f"{column}__lte": previous.last})) if previous else nothing,
+        "previous_running": Sum(running, filter=Q(**{f"{column}__lte": previous.last})) if previous else nothing,
     }
-    billed = (
-        Subquery(
-            BilledCost.objects.filter(organization=OuterRef("pk"), day__gte=period.first, day__lte=through)
-            .order_by()
-            .values("organization")
-            .annotate(total=Sum("cost_micro_usd"))
-            .values("total")
-        )
-        if through
-        else nothing
-    )
+    if billed_summarized:  # one week whose summaries hold its billed check (billed.week_summaries_settled)
+        now = Q(usage__week__gte=period.first)
+        settled_sums = {
+            "billed": Sum("usage__billed", filter=now),
+            "billed_computed": Coalesce(Sum("usage__billed_computed", filter=now), 0),
+        }
+        billed_apart = _flag(billed_off("billed", "billed_computed"))
+    else:
+        settled_sums = _settled_sums(period, through)
+        # (a constant ordered by is typed, or SQL reads it as a column position)
+        billed_apart = _flag(Q(pk__in=settled.off_ids())) if settled else Cast(0, IntegerField())
     idle_p, idle_q = fraction(threshold)
     return (
-        organizations.annotate(usage=FilteredRelation("usage_days", condition=days))
-        .alias(**row_sums("usage__", now), **before, billed=billed)
+        organizations.annotate(usage=usage)
+        .alias(**sums, **before, **settled_sums)
         .alias(
             utilization=_ratio("running", "allocated"),
             change=_ratio("running", "allocated") - _ratio("previous_running", "previous_allocated"),
             # Idle: running ÷ allocated under the threshold, as integers, exactly as the rows' Decimals say it.
             is_idle=_flag(Q(allocated__gt=0) & LessThan(F("running") * idle_q, F("allocated") * idle_p)),
             is_over=_flag(Q(over_allocation__gt=0)),
-            is_billed_off=_flag(Q(pk__in=list(billed_off))),
+            is_billed_off=billed_apart,
         )
         .order_by(*ATTENTION)
     )
 
 
-SELECTED = (*ROW_SUMS, "previous_allocated", "previous_running")
+def _settled_sums(period: Period, through: date | None) -> dict:
+    """Each organization's billed and computed running cost over the settled days, from BilledCost and UsageDay."""
+    nothing = Cast(Value(None), BigIntegerField())
+    if not through:
+        return {"billed": nothing, "billed_computed": nothing}
+    return {
+        "billed": _settled_sum(BilledCost, "cost_micro_usd", first=period.first, through=through),
+        "billed_computed": Coalesce(
+            _settled_sum(UsageDay, "running_cost_micro_usd", first=period.first, through=through), 0
+        ),
+    }
+
+
+def _settled_sum(model, column: str, *, first: date, through: date) -> Subquery:
+    """The organization's `column` summed over the settled days (the billed check's two sides)."""
+    return Subquery(
+        model.objects.filter(organization=OuterRef("pk"), day__gte=first, day__lte=through)
+        .order_by()
+        .values("organization")
+        .annotate(total=Sum(column))
+        .values("total")
+    )
+
+
+SELECTED = (*ROW_SUMS, "previous_allocated", "previous_running", "billed", "billed_computed")
 
 
 def with_figures(organizations: QuerySet[Organization], *, period: Period) -> QuerySet[Organization]:
-    """org_usage's organizations with every figure a row shows selected, and their accelerator-time (a join to the
-    instance types the ranking does without)."""
-    return organizations.annotate(
-        **{name: F(name) for name in SELECTED}, **accelerator_sums("usage__", Q(usage__day__gte=period.first))
-    )
+    """org_usage's organizations with every figure a row shows selected, and their accelerator-time (kept in the
+    weekly summaries; from daily rows, a join to the instance types the ranking does without)."""
+    if period.whole_weeks:
+        accelerators = {name: F(name) for name in ("allocated_accelerators", "running_accelerators")}
+    else:
+        accelerators = accelerator_sums("usage__", Q(usage__day__gte=period.first))
+    return organizations.annotate(**{name: F(name) for name in SELECTED}, **accelerators)
 
 
 def _ratio(numerator: str, denominator: str) -> Case:
@@ -376,15 +415,15 @@ class ProgramReport:
     pools: list[PoolRow]
     threshold: Decimal
     billed_through: date | None = None
-    settled: dict[int, tuple[int, int]] = field(default_factory=dict)  # billed_against_computed's
+    # Over the settled days, summed over the organizations billed then: (billed or None, computed), micro-USD
+    billed_totals: tuple[int | None, int] = (None, 0)
 
     @property
     def billed_check(self) -> BilledCheck:
         """The whole program's billed against computed running cost over the settled days."""
         if self.billed_through is None:
             return BilledCheck(None, 0, None, self.totals.running_cost)
-        computed = sum(computed for _billed, computed in self.settled.values())
-        billed = sum(billed for billed, _computed in self.settled.values()) if self.settled else None
+        billed, computed = self.billed_totals
         return BilledCheck(billed, computed, self.billed_through, self.totals.running_cost - computed)
 
     def row(self, organization: Organization) -> OrgRow:
@@ -396,7 +435,8 @@ class ProgramReport:
             if values["previous_allocated"] is None
             else Figures(allocated=values["previous_allocated"], running=values["previous_running"] or 0)
         )
-        billed, computed = self.settled.get(organization.pk, (None, 0))
+        billed = values["billed"]
+        computed = values["billed_computed"] if billed is not None else 0
         ratio = figures.utilization
         return OrgRow(
             organization=organization,
@@ -481,26 +521,39 @@ def rows_of(model, organizations: QuerySet[Organization]) -> QuerySet:
 def program_report(
     *, period: Period, organizations: QuerySet[Organization], program: Program | None, as_of: datetime | None = None
 ) -> ProgramReport:
-    """The program table of a period in a fixed number of queries, whatever the number of organizations: the
-    billed check of every organization over the settled days (two grouped reads, whose flags the ranking orders by),
-    the pools' figures (one grouped read, their sum the program's totals), and the organizations' figures, read by
+    """The program table of a period in a fixed number of queries and rows read, whatever the number of
+    organizations: the billed check over the settled days summed for the program (one read), the pools' figures
+    (one grouped read, their sum the program's totals), and the organizations' figures and billed checks, read by
     whoever shows them (a page of the table, or all of them streamed)."""
     as_of = as_of or timezone.now()
     through = billed_settled_through(period)
     threshold = program.idle_threshold if program else Decimal("0.5")
-    settled = (
-        billed_against_computed(
+    # The billed check: a week's from its summaries when they hold it as of `through`; otherwise from the
+    # daily rows, grouped and compared in the database.
+    summarized = period.whole_weeks and period.days == 7 and week_summaries_settled(period.first, through)
+    settled = None
+    billed_totals: tuple[int | None, int] = (None, 0)
+    if through and summarized:
+        found = (
+            rows_of(UsageWeek, organizations)
+            .filter(week=period.first)
+            .aggregate(all_billed=Sum("billed"), all_computed=Sum("billed_computed", filter=Q(billed__isnull=False)))
+        )
+        billed_totals = (found["all_billed"], found["all_computed"] or 0)
+    elif through:
+        settled = SettledBilling(
             billed_rows=rows_of(BilledCost, organizations),
             usage_rows=rows_of(UsageDay, organizations),
             first=period.first,
             through=through,
         )
-        if through
-        else {}
-    )
-    off = [org_id for org_id, (billed, computed) in settled.items() if BilledCheck(billed, computed).off]
-    # Per pool over the organizations the reader may see (program staff: every one), summed into the totals.
-    by_pool = summed(in_period(rows_of(UsageDay, organizations), period), "pool_id")
+        billed_totals = settled.totals()
+    # Per pool over the organizations the reader may see, summed into the totals: for program staff (every one),
+    # the pool-days' sums; otherwise the daily rows of those organizations.
+    if organizations.query.has_filters():
+        by_pool = summed(in_period(rows_of(UsageDay, organizations), period), "pool_id")
+    else:
+        by_pool = summed_summaries(in_period(PoolUsageDay.objects.all(), period), "pool_id")
     totals = Figures()
     for figures in by_pool.values():
         totals.add(figures)
@@ -517,55 +570,17 @@ def program_report(
         period=period,
         program=program,
         organizations=organizations,
-        ranked=org_usage(organizations, period=period, through=through, threshold=threshold, billed_off=off),
+        ranked=org_usage(
+            organizations,
+            period=period,
+            through=through,
+            threshold=threshold,
+            settled=settled,
+            billed_summarized=summarized,
+        ),
         totals=totals,
         pools=pool_rows,
         threshold=threshold,
         billed_through=through,
-        settled=settled,
+        billed_totals=billed_totals,
     )
-
-
-# --- Over time: weeks and days --------------------------------------------------------------------------------
-
-
-def weekly(rows: QuerySet[UsageDay], *, first: date, last: date, key: str) -> dict[tuple[int, date], Figures]:
-    """Per `key` (organization_id, pool_id) and ISO week (its Monday), summed from the daily rows, one query."""
-    totals: dict[tuple[int, date], Figures] = defaultdict(Figures)
-    grouped = (
-        rows.filter(day__gte=first, day__lte=last)
-        .annotate(week=TruncWeek("day"))
-        .values(key, "week", accelerators=ACCELERATORS)
-        .annotate(**ROW_SUMS)
-    )
-    for row in grouped:
-        week = row["week"].date() if isinstance(row["week"], datetime) else row["week"]
-        totals[(row[key], week)].add(_figures(row))
-    return totals
-
-
-def daily(rows: QuerySet[UsageDay], *, first: date, last: date, key: str = "pool_id") -> dict[tuple, Figures]:
-    """Per day (and `key`), one query."""
-    return summed(rows.filter(day__gte=first, day__lte=last), "day", key)
-
-
-def billed_total(organization: Organization, period: Period) -> int | None:
-    """What AWS billed the organization's account over the period (micro-USD); None when nothing was fetched."""
-    total = (
-        BilledCost.objects.for_org(organization)
-        .filter(day__gte=period.first, day__lte=period.last)
-        .aggregate(total=Sum("cost_micro_usd"))["total"]
-    )
-    return total
-
-
-def cluster_breakdown(organization: Organization, period: Period) -> list[dict]:
-    """Running instance-hours per cluster of the organization over the period, largest first."""
-    rows = (
-        ClusterUsageDay.objects.for_org(organization)
-        .filter(day__gte=period.first, day__lte=period.last)
-        .values("cluster_id", "cluster_name", "pool__instance_type__api_name", "pool__region")
-        .annotate(running=Sum("running_microseconds"))
-        .order_by("-running", "cluster_name")
-    )
-    return [{**row, "running_hours": hours(row["running"])} for row in rows]

@@ -4,7 +4,8 @@ rebuilt from the allocations, the node run intervals and the jobs.
 
 Incremental: whatever moves a figure marks the organization's affected days (`mark_days`) in the same
 transaction — a poll that saw or lost nodes, an allocation granted or revoked — and `roll_up` recomputes only
-the marked days. Idempotent: a day recomputed twice, or a node polled again, gives the same rows.
+the marked days, then sums their weeks and pool-days again (workloads.usage.summaries) in the same transaction.
+Idempotent: a day recomputed twice, or a node polled again, gives the same rows.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from django.utils import timezone
 from portal.periods import day_start, today
 from tenants.models import Allocation, CapacityPool
 from workloads.jobs.busy import NodeRun, busy_time
+from workloads.usage import summaries
 from workloads.usage.definitions import ONE_DAY, allocated_microseconds, split_by_day
 from workloads.usage.dirty import mark_days
 from workloads.usage.models import ClusterUsageDay, NodeInterval, UsageDay, UsageDirtyDay, UsageRevision
@@ -85,6 +87,7 @@ def roll_up(*, batch: int = 2_000, as_of: datetime | None = None) -> int:
 
 @transaction.atomic
 def _roll_up_batch(*, batch: int, as_of: datetime, rates: RateTable, pools: PoolFinder) -> int:
+    summaries.lock()  # one writer of daily rows at a time: each sums the others' committed rows into the summaries
     marks = UsageDirtyDay.objects.order_by("organization_id", "day")
     if connection.features.has_select_for_update_skip_locked:
         marks = marks.select_for_update(skip_locked=True)  # two rollups never take the same marks
@@ -102,6 +105,7 @@ def _roll_up_batch(*, batch: int, as_of: datetime, rates: RateTable, pools: Pool
         orgs_by_days[tuple(sorted(days))].append(org_id)
     for days, org_ids in orgs_by_days.items():
         recompute(org_ids, list(days), as_of=as_of, rates=rates, pools=pools)
+    summaries.refresh({day for _pk, _org, day in claimed}, days_by_org)
     UsageRevision.bump(timezone.now())
     return len(claimed)
 

@@ -35,18 +35,11 @@ from tenants.models import Allocation, CapacityPool, InstancePrice, Program
 from workloads.usage import charts, exports
 from workloads.usage.allocations import allocation_use
 from workloads.usage.forms import RateCardForm
-from workloads.usage.models import RateCardEntry, UsageDay, UsageRevision
+from workloads.usage.models import RateCardEntry, UsageDay, UsageRevision, UsageWeek
+from workloads.usage.over_time import cluster_breakdown, daily, org_weeks, pool_weeks, weekly
 from workloads.usage.periods import Period, PeriodError, parse_period
 from workloads.usage.rates import MANAGERS_ONLY, add_rate, remove_rate
-from workloads.usage.reports import (
-    Figures,
-    billed_check,
-    cluster_breakdown,
-    daily,
-    program_report,
-    summed,
-    weekly,
-)
+from workloads.usage.reports import Figures, billed_check, program_report, summed
 from workloads.usage.tables import OrgUsageTable, PoolUsageTable, billed_through_unit
 
 USAGE_PAGE = 20  # organizations per page of the program table; the heatmap shows the same ones and "the others"
@@ -110,9 +103,7 @@ def program_usage(request):
         "report": report,
         "org_table": org_table,
         "pool_table": sort_table(request, PoolUsageTable(report.pools, prefix="pools_")),
-        "charts": _cached_charts(
-            report, program, UsageDay.objects.visible_to(request.user), shown=org_table.page.object_list, period=period
-        ),
+        "charts": _cached_charts(report, program, request.user, shown=org_table.page.object_list, period=period),
     }
     status = 400 if error else 200
     return render_page(request, "workloads/usage/program.html", context, fragment="usage-body", status=status)
@@ -121,10 +112,9 @@ def program_usage(request):
 CHARTS_TTL = 600  # seconds: a renamed organization or a resized pool shows in the charts within this time
 
 
-def _cached_charts(report, program: Program | None, rows, *, shown: list, period: Period) -> str:
+def _cached_charts(report, program: Program | None, user, *, shown: list, period: Period) -> str:
     """The program-wide charts for the chosen period and the table's page of organizations: rendered once per
-    rollup (`UsageRevision`), period, language and page, then read from the cache, so the page costs the same with
-    a year of history as with a week."""
+    rollup (`UsageRevision`), period, language and page, then read from the cache."""
     if program is None:
         return ""
     revision = UsageRevision.current()
@@ -133,22 +123,10 @@ def _cached_charts(report, program: Program | None, rows, *, shown: list, period
     key = "usage-charts:" + hashlib.sha256(f"{parts}|{report.count}|{orgs}".encode()).hexdigest()
     html = cache.get(key)
     if html is None:
-        context = _program_charts(report, program, rows, shown=shown, period=period, revision=revision)
+        context = _program_charts(report, program, user, shown=shown, period=period)
         html = render_to_string("workloads/usage/_program_charts.html", context)
         cache.set(key, html, CHARTS_TTL)
     return html
-
-
-def _pool_weeks(rows, *, first, last, revision: int) -> dict:
-    """Every pool's weekly figures from the program's start (the pool lines, and the "other organizations" row):
-    the one read over every organization and day, kept per rollup generation and span, so another page or sort
-    of the table (its own charts) does not read it again."""
-    key = f"usage-pool-weeks:{revision}:{first}:{last}"
-    weeks = cache.get(key)
-    if weeks is None:
-        weeks = dict(weekly(rows, first=first, last=last, key="pool_id"))
-        cache.set(key, weeks, CHARTS_TTL)
-    return weeks
 
 
 def _minus(whole: Figures, part: Figures) -> Figures:
@@ -172,7 +150,7 @@ def _minus(whole: Figures, part: Figures) -> Figures:
     )
 
 
-def _program_charts(report, program: Program, rows, *, shown: list, period: Period, revision: int) -> dict:
+def _program_charts(report, program: Program, user, *, shown: list, period: Period) -> dict:
     """The weekly charts run from the program's start to the chosen period's end (not past today), the period's
     weeks set apart; the cost chart is the chosen period's, from the table's own figures. The heatmap and the cost
     bars draw the organizations of the table's page one by one and every other organization as one row, so they
@@ -187,8 +165,16 @@ def _program_charts(report, program: Program, rows, *, shown: list, period: Peri
     ids = [row.key for row in org_rows]
     weeks = charts.weeks_between(first, last)
     chosen = (period.first, period.last)
-    by_org_week = weekly(rows.filter(organization_id__in=ids), first=first, last=last, key="organization_id")
-    by_pool_week = _pool_weeks(rows, first=first, last=last, revision=revision)
+    # A year of weeks read from the summaries: 52 rows per organization drawn and per pool, whatever the number of
+    # organizations (the pools' weeks are every organization's: the "other organizations" row is those less the
+    # ones drawn).
+    by_org_week = org_weeks(
+        UsageWeek.objects.visible_to(user).filter(organization_id__in=ids),
+        UsageDay.objects.visible_to(user).filter(organization_id__in=ids),
+        first=first,
+        last=last,
+    )
+    by_pool_week = pool_weeks(first=first, last=last)
     bars = [(row, r.figures) for row, r in zip(org_rows, shown, strict=True)]
     heat_rows = org_rows
     others = report.count - len(shown)

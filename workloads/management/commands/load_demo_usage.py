@@ -24,7 +24,7 @@ from tenants.models import Allocation, InstanceType, Program
 from workloads.clusters.models import Cluster, ClusterInstanceGroup, ClusterNode, OrgCloudSettings
 from workloads.clusters.services import CONTROLLER_TYPES, cloud_name_for, worker_group_name
 from workloads.jobs.models import Job
-from workloads.usage import rollups
+from workloads.usage import rollups, summaries
 from workloads.usage.definitions import cost_micro_usd, split_by_day
 from workloads.usage.models import BilledCost, NodeInterval, RateCardEntry
 from workloads.usage.rates import load_rates
@@ -136,6 +136,9 @@ class Command(BaseCommand):
         billed = self._billed(program, now)
         rollups.mark_everything()
         days = rollups.roll_up()
+        with transaction.atomic():  # the billed days' weeks summed for every organization, as a billing fetch ends
+            summaries.lock()
+            summaries.refresh(BilledCost.objects.values_list("day", flat=True).distinct())
         self.stdout.write(
             f"Demo usage: {runs} node runs, {billed} billed-cost rows, {days} organization-days rolled up."
         )

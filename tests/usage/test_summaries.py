@@ -1,0 +1,184 @@
+"""The weekly and pool-day summaries hold the daily rows' sums, whoever wrote the rows (a rollup, a re-pricing,
+a full rebuild, rollups running at once), and the pages read the same figures from them as from the daily rows."""
+
+from datetime import date
+from decimal import Decimal
+
+import pytest
+import time_machine
+from django.db import connection
+from django.db.models import F
+
+from tenants.models import Allocation, Organization
+from tests.factories import OrganizationFactory
+from tests.usage.conftest import AFTER, WEEK, allocate, jst, run
+from workloads.usage import rates, rollups, summaries
+from workloads.usage.billed import BilledCheck, billed_settled_through, week_summaries_settled
+from workloads.usage.models import (
+    BilledCost,
+    NodeInterval,
+    PoolUsageDay,
+    RateCardEntry,
+    UsageDay,
+    UsageDirtyDay,
+    UsageWeek,
+)
+from workloads.usage.over_time import org_weeks, weekly
+from workloads.usage.periods import Period
+from workloads.usage.reports import Figures, _figures, program_report, summed
+
+
+def stored(model, *keys: str) -> dict[tuple, Figures]:
+    return {tuple(row[k] for k in keys): _figures(row) for row in model.objects.values()}
+
+
+def assert_summaries_match_the_daily_rows() -> None:
+    everything = UsageDay.objects.all()
+    first, last = date(2000, 1, 3), date(2100, 1, 3)
+    by_week = dict(weekly(everything, first=first, last=last, key="organization_id"))
+    assert stored(UsageWeek, "organization_id", "week") == by_week
+    assert stored(PoolUsageDay, "pool_id", "day") == dict(summed(everything, "pool_id", "day"))
+    assert by_week, "nothing was rolled up"
+
+
+@pytest.mark.django_db
+def test_a_rollup_writes_the_weeks_and_pool_days_of_its_rows(week):
+    assert_summaries_match_the_daily_rows()
+    assert UsageWeek.objects.filter(week=date(2027, 3, 8)).count() == 2  # Alpha and Beta, one row each
+
+
+@pytest.mark.django_db
+def test_a_rate_change_sums_the_repriced_days_again(week, p5, manager):
+    before = UsageWeek.objects.get(organization__slug="beta", week=date(2027, 3, 8)).running_cost
+    with time_machine.travel(AFTER, tick=False):
+        rates.add_rate(user=manager, instance_type=p5.instance_type, region="us-east-1",
+                       kind=RateCardEntry.Kind.NEGOTIATED, usd_per_hour=Decimal("30.00"),
+                       effective_from=date(2027, 3, 9))  # fmt: skip
+    assert UsageWeek.objects.get(organization__slug="beta", week=date(2027, 3, 8)).running_cost < before
+    assert_summaries_match_the_daily_rows()
+
+
+@pytest.mark.django_db
+def test_days_whose_rows_vanish_leave_no_summary(week, org_b):
+    """Beta's allocation and run removed: its days rolled up again have no rows, so neither have its weeks."""
+    Allocation.objects.filter(organization=org_b).delete()
+    NodeInterval.objects.filter(organization=org_b).delete()
+    with time_machine.travel(AFTER, tick=False):
+        rollups.mark_days(org_b.pk, date(2027, 3, 1), date(2027, 3, 20))
+        rollups.roll_up()
+    assert not UsageWeek.objects.filter(organization=org_b).exists()
+    assert_summaries_match_the_daily_rows()
+
+
+@pytest.mark.django_db
+def test_a_rebuild_gives_what_the_rollups_wrote(week):
+    """The migration's rebuild (every summary from every daily row) and the rollups' incremental writes agree."""
+    written = (stored(UsageWeek, "organization_id", "week"), stored(PoolUsageDay, "pool_id", "day"))
+    UsageWeek.objects.all().delete()
+    PoolUsageDay.objects.all().delete()
+    summaries.rebuild()
+    assert (stored(UsageWeek, "organization_id", "week"), stored(PoolUsageDay, "pool_id", "day")) == written
+
+
+@pytest.mark.django_db
+def test_weeks_cut_by_the_span_are_summed_from_the_daily_rows(week):
+    """A span from a Wednesday to a Thursday: its first and last weeks are part-weeks, read from the daily rows;
+    the week between from the summaries; together what the daily rows give."""
+    first, last = date(2027, 3, 3), date(2027, 3, 18)
+    with time_machine.travel(AFTER, tick=False):
+        found = org_weeks(UsageWeek.objects.all(), UsageDay.objects.all(), first=first, last=last)
+    assert found == dict(weekly(UsageDay.objects.all(), first=first, last=last, key="organization_id"))
+    assert set(week for _org, week in found) == {date(2027, 3, 1), date(2027, 3, 8), date(2027, 3, 15)}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "period",
+    [
+        Period("week", date(2027, 3, 8), date(2027, 3, 14)),  # read from the weekly summaries
+        Period("range", date(2027, 3, 1), date(2027, 3, 14)),  # whole weeks too
+        Period("month", date(2027, 3, 1), date(2027, 3, 31)),  # from the daily rows
+        Period("range", date(2027, 3, 9), date(2027, 3, 13)),
+    ],
+)
+def test_the_program_table_is_the_daily_rows_sums_whichever_rows_it_reads(week, program, period):
+    with time_machine.travel(AFTER, tick=False):
+        report = program_report(period=period, organizations=Organization.objects.all(), program=program)
+        rows = report.rows
+    days = UsageDay.objects.filter(day__gte=period.first, day__lte=period.last)
+    expected = summed(days, "organization_id")
+    previous = period.previous()
+    before = summed(UsageDay.objects.filter(day__gte=previous.first, day__lte=previous.last), "organization_id")
+    assert {row.organization.pk: row.figures for row in rows} == {key[0]: f for key, f in expected.items()}
+    for row in rows:
+        earlier = before.get((row.organization.pk,))
+        assert row.previous == (Figures(allocated=earlier.allocated, running=earlier.running) if earlier else None)
+    assert {p.pool.pk: p.figures for p in report.pools} == {key[0]: f for key, f in summed(days, "pool_id").items()}
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="concurrent writers need PostgreSQL (CI runs it there)")
+def test_rollups_running_at_once_leave_the_summaries_whole(program, p5):
+    """Six rollups at once, one organization-day per batch, all on the same days of the same pool: each writes
+    the pool-days every other one also writes."""
+    from tests.tenants.test_capacity_concurrency import race
+
+    with time_machine.travel(AFTER, tick=False):
+        for n in range(12):
+            org = OrganizationFactory(slug=f"racer-{n}")
+            allocate(org, p5, 2, date(2027, 3, 1), date(2027, 6, 30), status=Allocation.Status.ACTIVE)
+            run(org, "p5.48xlarge", jst(2027, 3, 8), jst(2027, 3, 10, 12), instance=f"r{n}")
+        UsageDirtyDay.objects.all().delete()  # only the three days below, each organization's
+        for org_id in Organization.objects.filter(slug__startswith="racer-").values_list("pk", flat=True):
+            rollups.mark_days(org_id, date(2027, 3, 8), date(2027, 3, 10))
+        results = race([lambda: rollups.roll_up(batch=1) for _ in range(6)])
+    assert all(isinstance(r, int) for r in results), results
+    assert sum(results) == 12 * 3
+    assert_summaries_match_the_daily_rows()
+    assert PoolUsageDay.objects.filter(pool=p5, day=date(2027, 3, 9)).get().running == 12 * 24 * 3_600_000_000
+    assert UsageWeek.objects.filter(week=date(2027, 3, 8)).count() == 12
+
+
+def bill(org, day: date, micro_usd: int) -> None:
+    BilledCost.objects.create(organization=org, day=day, instance_type="p5.48xlarge", cost_micro_usd=micro_usd,
+                              fetched_at=AFTER)  # fmt: skip
+
+
+def running_cost(org, first: date, last: date) -> int:
+    return sum(
+        UsageDay.objects.filter(organization=org, day__gte=first, day__lte=last).values_list(
+            "running_cost_micro_usd", flat=True
+        )
+    )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("ratio", ["1.10", "1.1001", "0.8999", "0.90", "1.00"])
+def test_the_billed_check_from_the_summaries_is_the_daily_rows_check(week, program, org_a, org_b, ratio):
+    """Alpha billed `ratio` × its computed cost for the 8th–12th (settled through the 12th); a billing fetch sums
+    the weeks again. The week's table, its flag and the program's totals read from the summaries are the ones
+    BilledCheck gives over the daily rows — exactly at the tolerance too — and a day billed since is read from the
+    daily rows until the next fetch."""
+    computed = running_cost(org_a, date(2027, 3, 8), date(2027, 3, 12))
+    billed = int(Decimal(computed) * Decimal(ratio))
+    for day in range(8, 13):
+        bill(org_a, date(2027, 3, day), 0)
+    BilledCost.objects.filter(organization=org_a, day=date(2027, 3, 12)).update(cost_micro_usd=billed)
+    with time_machine.travel(AFTER, tick=False):
+        summaries.refresh([date(2027, 3, 8)])  # as the billing fetch does when it ends
+        assert billed_settled_through(WEEK) == date(2027, 3, 12)
+        assert week_summaries_settled(WEEK.first, date(2027, 3, 12))
+        expected = BilledCheck(billed, computed, date(2027, 3, 12))
+        report = program_report(period=WEEK, organizations=Organization.objects.all(), program=program)
+        alpha = next(row for row in report.rows if row.organization == org_a)
+        assert (alpha.billed, alpha.billed_computed, alpha.billed_off) == (billed, computed, expected.off)
+        assert report.billed_check.billed == billed and report.billed_check.computed == computed
+        flags = report.ranked.annotate(flag=F("is_billed_off")).values_list("pk", "flag")
+        assert dict(flags)[org_a.pk] == int(expected.off)  # the order's flag, in SQL
+
+        bill(org_b, date(2027, 3, 13), 1)  # a later day billed: the summaries no longer hold the check
+        assert not week_summaries_settled(WEEK.first, billed_settled_through(WEEK))
+        report = program_report(period=WEEK, organizations=Organization.objects.all(), program=program)
+        alpha = next(row for row in report.rows if row.organization == org_a)
+        computed_13 = running_cost(org_a, date(2027, 3, 8), date(2027, 3, 13))
+        assert (alpha.billed, alpha.billed_computed) == (billed, computed_13)

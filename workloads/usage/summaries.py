@@ -1,0 +1,135 @@
+"""The usage summaries: the daily rows (UsageDay) summed per organization and ISO week (UsageWeek) and per pool and
+day (PoolUsageDay), kept beside them so the program's pages — the ranking of 2,000 organizations, the landing page,
+the heatmap and the pool lines — read a few thousand rows whatever the number of organizations and days of history.
+
+They hold the usage definitions' sums of the daily rows (ROW_SUMS: idle and over-allocation floored per daily row
+first; and the accelerator-time), never figures of their own, and are rewritten in the same transaction as the
+daily rows they sum: by the rollup (rollups) and by a re-pricing (rates.reprice). Both take `lock()` first, so
+two writers never sum each other's uncommitted rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import date, timedelta
+
+from django.db import connection
+from django.db.models import Sum
+from django.db.models.functions import TruncWeek
+
+from workloads.usage.definitions import ROW_SUMS, accelerator_sums
+from workloads.usage.models import BilledCost, PoolUsageDay, SettledWeek, UsageDay, UsageWeek
+
+LOCK_KEY = 0x75736167  # PostgreSQL advisory lock of the writers of daily rows ("usag")
+BATCH = 2_000
+
+
+def lock() -> None:
+    """Serialize the writers of daily rows and their summaries until the transaction ends (PostgreSQL; SQLite
+    writes one transaction at a time anyway)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [LOCK_KEY])
+
+
+def monday(day: date) -> date:
+    return day - timedelta(days=day.weekday())
+
+
+def refresh(days: Iterable[date], organization_ids: Iterable[int] | None = None) -> None:
+    """Sum again the summaries these days' daily rows fall in: every pool on each day (a pool-day crosses
+    organizations), and the weeks of the days for these organizations (None: every one — after a billing fetch,
+    whose latest day settles the week for every organization)."""
+    days = sorted(set(days))
+    if days:
+        write(UsageDay, BilledCost, UsageWeek, PoolUsageDay, SettledWeek, days=days, organization_ids=organization_ids)
+
+
+def rebuild(
+    usage_day=UsageDay,
+    billed_cost=BilledCost,
+    usage_week=UsageWeek,
+    pool_usage_day=PoolUsageDay,
+    settled_week=SettledWeek,
+) -> None:
+    """Every summary from every daily row (a migration passes its historical models)."""
+    write(usage_day, billed_cost, usage_week, pool_usage_day, settled_week, days=None, organization_ids=None)
+
+
+def write(
+    usage_day, billed_cost, usage_week, pool_usage_day, settled_week, *, days: list[date] | None, organization_ids
+) -> None:
+    sums = {**ROW_SUMS, **accelerator_sums()}
+    daily = usage_day.objects.order_by()
+    billed = billed_cost.objects.order_by()
+    pool_days = pool_usage_day.objects.all()
+    weeks = usage_week.objects.all()
+    if organization_ids is not None:
+        organization_ids = list(organization_ids)
+        weeks = weeks.filter(organization_id__in=organization_ids)
+        daily_of_orgs = daily.filter(organization_id__in=organization_ids)
+        billed = billed.filter(organization_id__in=organization_ids)
+    else:
+        daily_of_orgs = daily
+    if days is None:
+        mondays = {monday(day) for day in daily.values_list("day", flat=True).distinct()}
+        mondays |= {monday(day) for day in billed.values_list("day", flat=True).distinct()}
+    else:
+        mondays = {monday(day) for day in days}
+        pool_days = pool_days.filter(day__in=days)
+        weeks = weeks.filter(week__in=mondays)
+    pool_days.delete()
+    weeks.delete()
+
+    of_days = daily if days is None else daily.filter(day__in=days)
+    pool_usage_day.objects.bulk_create(
+        (
+            pool_usage_day(pool_id=row.pop("pool_id"), day=row.pop("day"), **row)
+            for row in of_days.values("pool_id", "day").annotate(**sums)
+        ),
+        batch_size=BATCH,
+    )
+    if not mondays:
+        return
+    rows: dict[date, dict[int, dict]] = {week: {} for week in mondays}  # per week, per organization
+    of_weeks = daily_of_orgs.filter(day__gte=min(mondays), day__lte=max(mondays) + timedelta(days=6))
+    for row in of_weeks.annotate(monday=TruncWeek("day")).values("organization_id", "monday").annotate(**sums):
+        week = _date(row.pop("monday"))
+        if week in rows:
+            rows[week][row.pop("organization_id")] = row
+    for week, of_week in rows.items():
+        # The week's billed check as billed.billed_settled_through says it: through the latest day billed
+        latest = (
+            billed_cost.objects.filter(day__lte=week + timedelta(days=6))
+            .order_by("-day")
+            .values_list("day", flat=True)
+            .first()
+        )
+        if latest is None or latest < week:
+            latest = None
+        if organization_ids is None:  # every organization's week summed as of this settled day
+            settled_week.objects.update_or_create(week=week, defaults={"through": latest})
+        if latest is None:
+            continue
+        settled = {"day__gte": week, "day__lte": latest}
+        computed = (
+            daily_of_orgs.filter(**settled).values("organization_id").annotate(total=Sum("running_cost_micro_usd"))
+        )
+        computed = {row["organization_id"]: row["total"] for row in computed}
+        for found in billed.filter(**settled).values("organization_id").annotate(total=Sum("cost_micro_usd")):
+            org_id = found["organization_id"]
+            of_week.setdefault(org_id, {}).update(billed=found["total"], billed_computed=computed.get(org_id) or 0)
+        for row in of_week.values():
+            row["settled_through"] = latest
+    usage_week.objects.bulk_create(
+        (
+            usage_week(organization_id=org_id, week=week, **row)
+            for week, of_week in rows.items()
+            for org_id, row in of_week.items()
+        ),
+        batch_size=BATCH,
+    )
+
+
+def _date(value) -> date:
+    return value.date() if hasattr(value, "date") else value
