@@ -1,6 +1,6 @@
 """The audit trail: every capacity decision and allocation change, append-only (who, when, what, before → after).
-A person's own account (password, second factor) belongs to no organization: its events have none, and only
-program staff see them."""
+A person's own account (password, second factor) belongs to no organization, nor does a capacity plan (it spans
+them): their events have none, and only program staff see them."""
 
 from __future__ import annotations
 

@@ -21,6 +21,8 @@ ACTIONS = {
     "allocation.active": _("the allocation became active"),
     "allocation.expired": _("the allocation expired"),
     "allocation.revoked": _("revoked the allocation"),
+    "plan.created": _("made a capacity plan"),
+    "plan.applied": _("applied the capacity plan"),
     "sso.membership_granted": _("joined through institution sign-in"),
     "sso.role_changed": _("role changed by institution sign-in"),
     "sso.membership_removed": _("left through institution sign-in"),
@@ -35,10 +37,10 @@ ACTIONS = {
     "member.removed": _("removed a member"),
 }
 # Object type (model name) → the name of the URL pattern showing one of them by its id.
-PAGES: dict[str, str] = {}
-# How people number requests and allocations: R-13, A-13. Both tables count from 1, so a bare "#13" named two
-# different things; the letter says which, on every page, email and audit line.
-NUMBER_PREFIXES = {"capacityrequest": "R-", "allocation": "A-"}
+PAGES: dict[str, str] = {"capacityplan": "capacity-plan-page"}
+# How people number requests, allocations and plans: R-13, A-13, P-13. The tables count from 1, so a bare "#13"
+# named different things; the letter says which, on every page, email and audit line.
+NUMBER_PREFIXES = {"capacityrequest": "R-", "allocation": "A-", "capacityplan": "P-"}
 
 
 def number(target_type: str, target_id) -> str:
@@ -46,7 +48,8 @@ def number(target_type: str, target_id) -> str:
 
 
 class Numbered:
-    """A model people name by its number (`number`: R-13 for a capacity request, A-13 for an allocation)."""
+    """A model people name by its number (`number`: R-13 for a capacity request, A-13 for an allocation, P-13 for a
+    capacity plan)."""
 
     @property
     def number(self) -> str:

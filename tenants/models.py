@@ -521,7 +521,8 @@ class Allocation(audit_labels.Numbered, models.Model):
 
 
 class AuditEvent(models.Model):
-    """Append-only record of a decision or change: who, when, what, before → after. Account events have no org."""
+    """Append-only record of a decision or change: who, when, what, before → after. Account events have no org,
+    nor do capacity plans' (a plan spans organizations)."""
 
     organization = models.ForeignKey(
         Organization, models.PROTECT, null=True, blank=True, related_name="audit_events", verbose_name=_("organization")

@@ -5,6 +5,8 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from tenants.audit_labels import Numbered
+
 
 class PoolDay(models.Model):
     """Instances allocated in a pool on one day: the sum of the allocations holding capacity that day.
@@ -24,7 +26,7 @@ class PoolDay(models.Model):
         return f"{self.pool_id} {self.day}: {self.allocated}"
 
 
-class CapacityPlan(models.Model):
+class CapacityPlan(Numbered, models.Model):
     """A stored plan for the pending queue (tenants.capacity.planning): what it was asked (`inputs`), what it
     answers (`result`), and the state it was made on — a fingerprint per request and each pool's capacity — so
     applying it can refuse what changed since. Nothing here touches the ledger; applying goes through the
@@ -51,11 +53,7 @@ class CapacityPlan(models.Model):
         indexes = [models.Index(fields=["created_at", "id"], name="plan_created")]
 
     def __str__(self) -> str:
-        return f"P-{self.pk}"
-
-    @property
-    def number(self) -> str:
-        return f"P-{self.pk}"
+        return self.number
 
     @property
     def is_what_if(self) -> bool:

@@ -20,7 +20,8 @@ from portal.cloud.errors import PermanentCloudError, TransientCloudError
 from portal.cloud.prometheus import PrometheusEndpoint, query
 from portal.cloud.session import CloudSession
 from tests.cloud.test_budget import soft_limit_when
-from tests.health.prometheus_server import free_port, prometheus  # noqa: F401
+from tests.health.prometheus_server import prometheus  # noqa: F401
+from tests.servers import free_port
 from workloads.health.dcgm import prometheus_vector_pairs
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

@@ -1,50 +1,31 @@
 """A real Prometheus for tests, serving series the test writes.
 
 The series go into an OpenMetrics file, `promtool tsdb create-blocks-from openmetrics` turns that into TSDB
-blocks, and `prometheus` serves them on a free port of 127.0.0.1 (about 0.1 s from start to ready).
-Import the `prometheus` fixture into a conftest.py or test module that needs it.
+blocks, and `prometheus` serves them on a free port of 127.0.0.1 (about 0.1 s from start to ready; starting,
+waiting and stopping as tests/servers.py does for every server the tests run). Import the `prometheus` fixture into
+a conftest.py or test module that needs it.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import shutil
-import socket
 import subprocess
-import time
-import urllib.request
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from tests.servers import Server, free_port, start, unavailable
+
 # (metric name, labels, [(aware datetime, value), ...]), optionally followed by a type: "gauge" (the
 # default) or "counter". The type is only declared in the file: Prometheus stores and queries both alike.
 Series = tuple[str, Mapping[str, str], Sequence[tuple[datetime, float]]] | tuple[str, Mapping, Sequence, str]
-START_TIMEOUT = 15.0  # seconds; a start takes about 0.1 s, so this is only hit when something is wrong
-
-
-@dataclass
-class PrometheusServer:
-    url: str  # http://127.0.0.1:<port>
-    process: subprocess.Popen
-    directory: Path  # the OpenMetrics file, the TSDB and prometheus.log
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
 
 
 class PrometheusFactory:
-    """`prometheus(series)` starts a Prometheus holding exactly `series` and returns a PrometheusServer.
+    """`prometheus(series)` starts a Prometheus holding exactly `series` and returns its Server (`url`, `stop()`).
 
     Mind Prometheus's lookback (staleness) window of 5 minutes: an instant query at time T returns, per series,
     the latest sample in [T - 5 min, T] (both ends included in 2.42); a series with no sample in that window is
@@ -55,9 +36,9 @@ class PrometheusFactory:
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        self.servers: list[PrometheusServer] = []
+        self.servers: list[Server] = []
 
-    def __call__(self, series: Iterable[Series]) -> PrometheusServer:
+    def __call__(self, series: Iterable[Series]) -> Server:
         directory = self.directory / f"server-{len(self.servers)}"
         tsdb = directory / "tsdb"
         tsdb.mkdir(parents=True)
@@ -72,8 +53,8 @@ class PrometheusFactory:
         if built.returncode:
             raise RuntimeError(f"promtool could not build a TSDB from {source}:\n{built.stderr}{built.stdout}")
         port = free_port()
-        log = (directory / "prometheus.log").open("w")
-        process = subprocess.Popen(
+        server = start(
+            "prometheus",
             [
                 "prometheus",
                 f"--storage.tsdb.path={tsdb}",
@@ -81,13 +62,11 @@ class PrometheusFactory:
                 "--config.file=/dev/null",  # no scrape jobs: the written blocks are the only data
                 f"--web.listen-address=127.0.0.1:{port}",
             ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
+            port=port,
+            ready="/-/ready",
+            log=directory / "prometheus.log",
         )
-        log.close()  # the child holds its own copy
-        server = PrometheusServer(url=f"http://127.0.0.1:{port}", process=process, directory=directory)
         self.servers.append(server)
-        wait_until_ready(server)
         return server
 
     def stop_all(self) -> None:
@@ -128,39 +107,12 @@ def _number(value: float) -> str:
     return repr(value)
 
 
-def free_port() -> int:
-    """A port nothing listens on right now (the OS picks it; another process could take it before we bind)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_until_ready(server: PrometheusServer) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            log = (server.directory / "prometheus.log").read_text()[-2000:]
-            raise RuntimeError(f"prometheus exited with {server.process.returncode} before it was ready:\n{log}")
-        try:
-            with urllib.request.urlopen(f"{server.url}/-/ready", timeout=1) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass  # not listening yet, or 503 while the TSDB loads
-        time.sleep(0.02)
-    server.stop()
-    raise RuntimeError(f"prometheus at {server.url} was not ready after {START_TIMEOUT} s")
-
-
 @pytest.fixture
 def prometheus(tmp_path_factory):
     """A PrometheusFactory: `server = prometheus([(name, labels, [(at, value), ...]), ...])`; see its docstring."""
     missing = [tool for tool in ("promtool", "prometheus") if not shutil.which(tool)]
     if missing:
-        message = f"{' and '.join(missing)} not on PATH: apt-get install prometheus (Debian's package has both)"
-        if os.environ.get("CI"):
-            pytest.fail(message)  # CI must run the Prometheus tests, never skip them
-        pytest.skip(message)
+        unavailable(f"{' and '.join(missing)} not on PATH: apt-get install prometheus (Debian's package has both)")
     factory = PrometheusFactory(tmp_path_factory.mktemp("prometheus"))
     yield factory
     factory.stop_all()

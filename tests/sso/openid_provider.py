@@ -1,18 +1,20 @@
 """Runs the real OpenID provider of tests/sso/provider.js (oidc-provider, from npm) and walks its login pages
-without a browser, for the tests that drive the portal's backend with the provider's own answers."""
+without a browser, for the tests that drive the portal's backend with the provider's own answers. Starting, waiting
+and stopping as tests/servers.py does for every server the tests run."""
 
 from __future__ import annotations
 
 import os
 import re
 import shutil
-import subprocess
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urljoin
 
-import pytest
 import requests
+
+from tests.servers import Server, free_port, start, unavailable
 
 HERE = Path(__file__).resolve().parent
 CLIENT_ID = "fmportal"
@@ -27,15 +29,13 @@ def require_node_provider() -> None:
     elif not (HERE / "node_modules" / "oidc-provider").is_dir():
         missing = "tests/sso/node_modules is missing: run `npm ci` in tests/sso (.ci/run does)"
     if missing:
-        if os.environ.get("CI"):
-            pytest.fail(f"the OpenID provider cannot run: {missing}")
-        pytest.skip(missing)
+        unavailable(f"the OpenID provider cannot run: {missing}")
 
 
 class OpenIdProvider:
-    def __init__(self, process: subprocess.Popen, issuer: str):
-        self.process = process
-        self.issuer = issuer
+    def __init__(self, server: Server):
+        self.server = server
+        self.issuer = server.url  # provider.js names itself by the address it listens on
 
     def account(self, subject: str, **claims) -> None:
         """Create or change the account `subject` logs in as (email, name, groups…)."""
@@ -46,13 +46,7 @@ class OpenIdProvider:
         requests.put(f"{self.issuer}/__test__/config", json=config, timeout=5).raise_for_status()
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        self.server.stop()
 
     def answer(self, authorization_url: str, subject: str, redirect_uri: str) -> str:
         """Log in as `subject` on the provider's own pages and consent, as a browser would: the URL the
@@ -81,25 +75,20 @@ class OpenIdProvider:
 @contextmanager
 def running_provider(*redirect_uris: str):
     require_node_provider()
-    env = {**os.environ, "PORT": "0", "REDIRECT_URIS": ",".join(redirect_uris)}
+    port = free_port()
+    env = {**os.environ, "PORT": str(port), "REDIRECT_URIS": ",".join(redirect_uris)}
     env.update(CLIENT_ID=CLIENT_ID, CLIENT_SECRET=CLIENT_SECRET)
-    process = subprocess.Popen(
-        ["node", str(HERE / "provider.js")],
-        cwd=HERE,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    provider = None
-    try:
-        line = process.stdout.readline()  # "listening <issuer>", or nothing if node exited
-        assert line.startswith("listening "), f"the OpenID provider did not start (exit {process.poll()})"
-        provider = OpenIdProvider(process, line.split()[1])
-        yield provider
-    finally:
-        if provider is not None:
-            provider.stop()
-        elif process.poll() is None:
-            process.kill()
-            process.wait()
+    with tempfile.TemporaryDirectory(prefix="openid-provider-") as directory:
+        server = start(
+            "the OpenID provider",
+            ["node", str(HERE / "provider.js")],
+            port=port,
+            ready="/.well-known/openid-configuration",  # served once the provider handles requests
+            log=Path(directory) / "provider.log",
+            cwd=HERE,
+            env=env,
+        )
+        try:
+            yield OpenIdProvider(server)
+        finally:
+            server.stop()

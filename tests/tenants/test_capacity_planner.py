@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 import pytest
+from django.conf import settings
 from django.core import mail
 from django.urls import reverse
 
@@ -72,6 +73,11 @@ def test_applying_approves_each_through_the_approval_service_and_refuses_what_ch
     assert (moved_allocation.starts_on, moved_allocation.ends_on) == (date(2027, 1, 11), date(2027, 1, 20))
     assert CapacityRequest.objects.get(pk=moved.pk).status == CapacityRequest.Status.PARTIALLY_APPROVED
     assert AuditEvent.objects.filter(action="allocation.created").count() == 2
+    # Beside the approvals' own events, the plan's line: which requests it approved and which it could not.
+    applied_event = AuditEvent.objects.get(action="plan.applied")
+    assert (applied_event.actor, applied_event.organization, applied_event.target_id) == (manager, None, plan.pk)
+    assert set(applied_event.changes["approved"][1].split(", ")) == {first.number, moved.number}
+    assert applied_event.changes["refused"] == [None, second.number]
     # Each approval notifies its organization, as the review queue does, with the plan's reason as the comment.
     assert len(mail.outbox) == 2
     assert any(plan.number in message.body and "Moved 10 days later" in message.body for message in mail.outbox)
@@ -104,6 +110,10 @@ def test_a_what_if_plan_is_never_applied(manager, pool, queue):
     with pytest.raises(Exception, match="what-if"):
         apply_plan(user=manager, plan=plan)
     assert not Allocation.objects.filter(request__in=queue).exists()
+    made = AuditEvent.objects.get(action="plan.created")
+    assert (made.actor, made.organization, made.target_id) == (manager, None, plan.pk)
+    assert made.changes["what_if"] == [None, True]
+    assert not AuditEvent.objects.filter(action="plan.applied").exists()  # refused before anything was applied
 
 
 # --- API --------------------------------------------------------------------------------------------------------
@@ -121,6 +131,27 @@ def test_api_plans_and_applies_a_subset(manager, api_client, pool, queue):
     assert applied.json()["outcomes"][0]["applied"] is True
     assert Allocation.objects.filter(request__in=[first, second]).count() == 0
     assert api_client.get(f"/api/v1/capacity-plans/{body['id']}/").status_code == 200
+
+
+def test_making_and_applying_a_plan_through_the_api_is_audited(manager, api_client, pool, queue):
+    _first, _second, moved = queue
+    api_client.force_authenticate(manager)
+    plan_id = api_client.post("/api/v1/capacity-plans/", {"pools": [pool.pk], "fairness": "total"}, format="json")
+    plan_id = plan_id.json()["id"]
+    api_client.post(f"/api/v1/capacity-plans/{plan_id}/apply/", {"requests": [moved.pk]}, format="json")
+    events = list(AuditEvent.objects.filter(target_type="capacityplan").order_by("pk"))
+    # A plan spans organizations: its events belong to none (program staff's, like the plan).
+    assert [(e.action, e.actor, e.organization, e.target_id) for e in events] == [
+        ("plan.created", manager, None, plan_id),
+        ("plan.applied", manager, None, plan_id),
+    ]
+    assert events[0].changes == {
+        "pools": [None, str(pool)],
+        "requests": [None, 3],
+        "fairness": [None, "total"],
+        "what_if": [None, False],
+    }
+    assert events[1].changes == {"approved": [None, moved.number]}
 
 
 def test_api_what_if_growth_answers_without_touching_the_ledger(manager, api_client, pool, queue):
@@ -215,6 +246,32 @@ def test_the_plan_page_shows_the_plan_beside_the_queue_and_applies_a_selection(m
     assert applied.status_code == 302
     assert Allocation.objects.filter(request=moved).exists()
     assert not Allocation.objects.filter(request__in=[first, second]).exists()
+
+
+def test_making_and_applying_a_plan_on_the_pages_is_audited_and_read_in_words(manager_client, manager, pool, queue):
+    _first, _second, moved = queue
+    manager_client.post(reverse("capacity-plans"), {"pool": str(pool.pk), "fairness": "maxmin"})
+    plan = CapacityPlan.objects.get()
+    manager_client.post(reverse("capacity-plan-apply-page", args=[plan.pk]), {"requests": [str(moved.pk)]})
+    made, applied = AuditEvent.objects.filter(target_type="capacityplan").order_by("pk")
+    assert (made.action, made.actor, made.organization) == ("plan.created", manager, None)
+    assert made.changes == {
+        "pools": [None, str(pool)],
+        "requests": [None, 3],
+        "fairness": [None, "maxmin"],
+        "what_if": [None, False],
+    }
+    assert (applied.action, applied.actor, applied.organization) == ("plan.applied", manager, None)
+    assert applied.changes == {"approved": [None, moved.number]}
+    # The approval the plan made is audited under its organization by the approval service, as from the queue.
+    assert AuditEvent.objects.get(action="allocation.created").organization == moved.organization
+    page = manager_client.get(reverse("audit-log")).text
+    assert "made a capacity plan" in page and "applied the capacity plan" in page
+    link = f'<a href="{reverse("capacity-plan-page", args=[plan.pk])}">Capacity plan {plan.number}</a>'
+    assert link in page
+    manager_client.cookies[settings.LANGUAGE_COOKIE_NAME] = "ja"
+    page = manager_client.get(reverse("audit-log")).text
+    assert "がキャパシティ計画を作成しました" in page and "がキャパシティ計画を適用しました" in page
 
 
 def test_the_plan_pages_are_for_program_managers(member_client, support_client, manager, pool, queue):

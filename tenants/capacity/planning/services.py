@@ -1,7 +1,8 @@
 """Plans for the pending queue: made from the pool ledger and the submitted requests (read only), stored with a
 fingerprint of what they were made on, and applied one request at a time through the approval service, which
 takes the pool lock and checks the invariant again. What-if plans (a pool grown, a request approved as asked)
-answer a question and are never applied."""
+answer a question and are never applied. Making and applying a plan are audited with no organization (a plan
+spans them); the approvals it makes are audited by the approval service under theirs."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from django.utils.translation import gettext as _
 
 from portal.periods import today
 from tenants.access import require_program_manager
+from tenants.audit import record_audit
 from tenants.capacity.decisions import approve_request
 from tenants.capacity.ledger import allocated_by_day
 from tenants.capacity.models import CapacityPlan
@@ -166,20 +168,36 @@ def make_plan(*, user, ask: PlanAsk) -> CapacityPlan:
             for r in queue
             if r.pk != forced.pk and solution.grants[r.pk].instance_days < baseline.grants[r.pk].instance_days
         ]  # fmt: skip
-    return CapacityPlan.objects.create(
-        created_by=user,
-        inputs={
-            "pools": [p.pk for p in pools],
-            "requests": [r.pk for r in queue],
-            "fairness": ask.fairness,
-            "weights": {str(k): v for k, v in ask.weights.items()},
-            "time_limit": limit,
-            "what_if": ask.what_if,
-        },
-        result=result,
-        fingerprints={str(r.pk): fingerprint(r) for r in queue},
-        pool_capacity={str(p.pk): pool_state(p) for p in pools},
-    )
+    # Only the writes share a transaction: the solver's seconds are spent outside it.
+    with transaction.atomic():
+        plan = CapacityPlan.objects.create(
+            created_by=user,
+            inputs={
+                "pools": [p.pk for p in pools],
+                "requests": [r.pk for r in queue],
+                "fairness": ask.fairness,
+                "weights": {str(k): v for k, v in ask.weights.items()},
+                "time_limit": limit,
+                "what_if": ask.what_if,
+            },
+            result=result,
+            fingerprints={str(r.pk): fingerprint(r) for r in queue},
+            pool_capacity={str(p.pk): pool_state(p) for p in pools},
+        )
+        # A plan spans organizations: its events belong to none, so only program staff see them, as the plan.
+        record_audit(
+            actor=user,
+            organization=None,
+            action="plan.created",
+            target=plan,
+            changes={
+                "pools": (None, ", ".join(str(p) for p in pools)),
+                "requests": (None, len(queue)),
+                "fairness": (None, ask.fairness),
+                "what_if": (None, plan.is_what_if),
+            },
+        )
+    return plan
 
 
 def _kind(request: CapacityRequest, grant, on: date) -> str:
@@ -326,7 +344,19 @@ def apply_plan(*, user, plan: CapacityPlan, request_ids: list[int] | None = None
         plan.outcomes[str(row["request"])] = {
             "applied": outcome.applied, "message": outcome.message, "allocation": outcome.allocation,
         }  # fmt: skip
-    plan.save(update_fields=["outcomes"])
+    changes = {"approved": (None, ", ".join(o.number for o in outcomes if o.applied) or None)}
+    if refused := [o.number for o in outcomes if not o.applied]:
+        changes["refused"] = (None, ", ".join(refused))
+    with transaction.atomic():
+        plan.save(update_fields=["outcomes"])
+        # The approval service audits each approval under its organization; this is the plan's own line.
+        record_audit(
+            actor=user,
+            organization=None,
+            action="plan.applied",
+            target=plan,
+            changes=changes,
+        )
     return outcomes
 
 
