@@ -83,11 +83,12 @@ def allocation_use(allocations: list[Allocation], *, as_of: datetime | None = No
         ).values_list("organization_id", "pool_id", "day", "allocated_microseconds", "running_microseconds")
     }
     recent_from = timezone.localdate(as_of) - timedelta(days=6)
-    windows: dict[date, tuple[datetime, datetime]] = {}  # each day's moments, computed once for every allocation
+    windows: dict[date, tuple[datetime, datetime, int]] = {}  # each day's moments and length, computed once
 
-    def window(day: date) -> tuple[datetime, datetime]:
+    def window(day: date) -> tuple[datetime, datetime, int]:
         if day not in windows:
-            windows[day] = (day_start(day), min(day_start(day + ONE_DAY), as_of))
+            start, end = day_start(day), min(day_start(day + ONE_DAY), as_of)
+            windows[day] = (start, end, overlap(start, end, start, end))
         return windows[day]
 
     result = {}
@@ -99,7 +100,10 @@ def allocation_use(allocations: list[Allocation], *, as_of: datetime | None = No
             total_allocated, total_running = days.get((allocation.organization_id, allocation.pool_id, day), (0, 0))
             if not total_allocated or not total_running:
                 continue
-            mine = allocation.instance_count * overlap(*span, *window(day))  # definitions.allocated_microseconds
+            start, end, length = window(day)
+            # definitions.allocated_microseconds: the whole day inside the allocation's span, or the part that is
+            inside = span[0] <= start and end <= span[1]
+            mine = allocation.instance_count * (length if inside else overlap(*span, start, end))
             share = total_running * mine // total_allocated
             running += share
             if day >= recent_from:
