@@ -118,7 +118,7 @@ def test_the_program_table_is_the_daily_rows_sums_whichever_rows_it_reads(week, 
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="concurrent writers need PostgreSQL (CI runs it there)")
-def test_rollups_running_at_once_leave_the_summaries_whole(program, p5):
+def test_rollups_running_at_once_leave_the_summaries_whole(catalog, program, p5):
     """Six rollups at once, one organization-day per batch, all on the same days of the same pool: each writes
     the pool-days every other one also writes."""
     from tests.tenants.test_capacity_concurrency import race
