@@ -19,6 +19,11 @@ def week_of(day: date) -> date:
     return day - timedelta(days=day.weekday())
 
 
+def as_date(value: date | datetime) -> date:
+    """A day truncated in SQL (TruncWeek, TruncMonth): a date, or a datetime on some backends."""
+    return value.date() if isinstance(value, datetime) else value
+
+
 def this_week() -> date:
     return week_of(today())
 

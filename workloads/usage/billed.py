@@ -8,7 +8,7 @@ from datetime import date
 from decimal import Decimal
 
 from django.db import connection
-from django.db.models import F, Q, QuerySet, Sum
+from django.db.models import F, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Abs
 from django.db.models.lookups import GreaterThan
@@ -76,6 +76,13 @@ def _per_organization(rows, column: str, *, first: date, through: date) -> Query
         .annotate(total=Sum(column))
         .values("organization_id", "total")
     )
+
+
+def settled_sum(model, column: str, *, first: date, through: date) -> Subquery:
+    """An organization's (OuterRef "pk") `column` summed from `first` through `through`: a side of its billed check,
+    as a subquery of an organization queryset."""
+    rows = model.objects.filter(organization=OuterRef("pk"))
+    return Subquery(_per_organization(rows, column, first=first, through=through).values("total"))
 
 
 class SettledBilling:

@@ -4,24 +4,19 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 
 from django.db.models import Q, QuerySet, Sum
 from django.db.models.functions import TruncWeek
 
-from portal.periods import today
+from portal.periods import as_date, today, week_of
 from tenants.models import Organization
 from workloads.usage.definitions import ROW_SUMS, SUMMED, hours, summary_sums
 from workloads.usage.models import BilledCost, ClusterUsageDay, PoolUsageDay, UsageDay, UsageWeek
 from workloads.usage.periods import Period
 from workloads.usage.reports import ACCELERATORS, Figures, _figures, summed
-from workloads.usage.summaries import monday
 
 WEEK = timedelta(days=7)
-
-
-def _monday(value) -> date:
-    return value.date() if isinstance(value, datetime) else value
 
 
 def weekly(rows: QuerySet[UsageDay], *, first: date, last: date, key: str) -> dict[tuple[int, date], Figures]:
@@ -34,7 +29,7 @@ def weekly(rows: QuerySet[UsageDay], *, first: date, last: date, key: str) -> di
         .annotate(**ROW_SUMS)
     )
     for row in grouped:
-        totals[(row[key], _monday(row["week"]))].add(_figures(row))
+        totals[(row[key], as_date(row["week"]))].add(_figures(row))
     return totals
 
 
@@ -44,8 +39,8 @@ def org_weeks(
     """Per organization and ISO week from `first` to `last`, in two queries: the weeks wholly inside from the
     weekly summaries `weeks`, the part-weeks at either end (a span starting or ending mid-week) from the daily rows
     `days`. A week reaching today counts as whole once `last` does: no daily row is after today."""
-    inner_first = first if first.weekday() == 0 else monday(first) + WEEK
-    inner_last = monday(last) if last.weekday() == 6 or last >= today() else monday(last) - WEEK
+    inner_first = first if first.weekday() == 0 else week_of(first) + WEEK
+    inner_last = week_of(last) if last.weekday() == 6 or last >= today() else week_of(last) - WEEK
     totals: dict[tuple[int, date], Figures] = defaultdict(Figures)
     if inner_first <= inner_last:
         whole = weeks.filter(week__gte=inner_first, week__lte=inner_last).order_by()
@@ -65,7 +60,7 @@ def pool_weeks(*, first: date, last: date) -> dict[tuple[int, date], Figures]:
         .values("pool_id", "week")
         .annotate(**summary_sums())
     )
-    return {(row["pool_id"], _monday(row["week"])): _figures(row) for row in grouped}
+    return {(row["pool_id"], as_date(row["week"])): _figures(row) for row in grouped}
 
 
 def daily(rows: QuerySet[UsageDay], *, first: date, last: date, key: str = "pool_id") -> dict[tuple, Figures]:

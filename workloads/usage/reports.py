@@ -18,10 +18,8 @@ from django.db.models import (
     FilteredRelation,
     FloatField,
     IntegerField,
-    OuterRef,
     Q,
     QuerySet,
-    Subquery,
     Sum,
     Value,
     When,
@@ -38,6 +36,7 @@ from workloads.usage.billed import (
     billed_off,
     billed_settled,
     billed_settled_through,
+    settled_sum,
     week_summaries_settled,
 )
 from workloads.usage.definitions import (
@@ -346,22 +345,11 @@ def _settled_sums(period: Period, through: date | None) -> dict:
     if not through:
         return {"billed": nothing, "billed_computed": nothing}
     return {
-        "billed": _settled_sum(BilledCost, "cost_micro_usd", first=period.first, through=through),
+        "billed": settled_sum(BilledCost, "cost_micro_usd", first=period.first, through=through),
         "billed_computed": Coalesce(
-            _settled_sum(UsageDay, "running_cost_micro_usd", first=period.first, through=through), 0
+            settled_sum(UsageDay, "running_cost_micro_usd", first=period.first, through=through), 0
         ),
     }
-
-
-def _settled_sum(model, column: str, *, first: date, through: date) -> Subquery:
-    """The organization's `column` summed over the settled days (the billed check's two sides)."""
-    return Subquery(
-        model.objects.filter(organization=OuterRef("pk"), day__gte=first, day__lte=through)
-        .order_by()
-        .values("organization")
-        .annotate(total=Sum(column))
-        .values("total")
-    )
 
 
 SELECTED = (*ROW_SUMS, "previous_allocated", "previous_running", "billed", "billed_computed")

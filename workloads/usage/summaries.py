@@ -17,6 +17,7 @@ from django.db import connection
 from django.db.models import Sum
 from django.db.models.functions import TruncWeek
 
+from portal.periods import as_date, week_of
 from workloads.usage.definitions import ROW_SUMS, accelerator_sums
 from workloads.usage.models import BilledCost, PoolUsageDay, SettledWeek, UsageDay, UsageWeek
 
@@ -30,10 +31,6 @@ def lock() -> None:
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [LOCK_KEY])
-
-
-def monday(day: date) -> date:
-    return day - timedelta(days=day.weekday())
 
 
 def refresh(days: Iterable[date], organization_ids: Iterable[int] | None = None) -> None:
@@ -59,6 +56,8 @@ def rebuild(
 def write(
     usage_day, billed_cost, usage_week, pool_usage_day, settled_week, *, days: list[date] | None, organization_ids
 ) -> None:
+    """Delete and sum again the pool-days of `days` and the weeks they fall in for `organization_ids` (None: every
+    day and week; every organization, and the weeks' settled day recorded in SettledWeek)."""
     sums = {**ROW_SUMS, **accelerator_sums()}
     daily = usage_day.objects.order_by()
     billed = billed_cost.objects.order_by()
@@ -72,10 +71,10 @@ def write(
     else:
         daily_of_orgs = daily
     if days is None:
-        mondays = {monday(day) for day in daily.values_list("day", flat=True).distinct()}
-        mondays |= {monday(day) for day in billed.values_list("day", flat=True).distinct()}
+        mondays = {week_of(day) for day in daily.values_list("day", flat=True).distinct()}
+        mondays |= {week_of(day) for day in billed.values_list("day", flat=True).distinct()}
     else:
-        mondays = {monday(day) for day in days}
+        mondays = {week_of(day) for day in days}
         pool_days = pool_days.filter(day__in=days)
         weeks = weeks.filter(week__in=mondays)
     pool_days.delete()
@@ -94,7 +93,7 @@ def write(
     rows: dict[date, dict[int, dict]] = {week: {} for week in mondays}  # per week, per organization
     of_weeks = daily_of_orgs.filter(day__gte=min(mondays), day__lte=max(mondays) + timedelta(days=6))
     for row in of_weeks.annotate(monday=TruncWeek("day")).values("organization_id", "monday").annotate(**sums):
-        week = _date(row.pop("monday"))
+        week = as_date(row.pop("monday"))
         if week in rows:
             rows[week][row.pop("organization_id")] = row
     for week, of_week in rows.items():
@@ -129,7 +128,3 @@ def write(
         ),
         batch_size=BATCH,
     )
-
-
-def _date(value) -> date:
-    return value.date() if hasattr(value, "date") else value
