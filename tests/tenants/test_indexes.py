@@ -1,10 +1,14 @@
 """Every ordering a capacity list accepts is served by an index that starts with it (`?ordering=` on the API,
-the models' default orderings, the pages' fixed ones), so a page of 25 never sorts the whole table."""
+the models' default orderings, the pages' fixed ones, the landing page's lists), so a page of 25 never sorts the
+whole table."""
 
 import pytest
 
 from tenants.capacity.api import AllocationViewSet, CapacityRequestViewSet
 from tenants.models import Allocation, CapacityRequest
+from workloads.clusters.models import Cluster
+from workloads.health.models import HealthEvent
+from workloads.support.models import SupportCase
 
 # The pages' orderings (tenants/capacity/views.py and staff_views.py), as (model, fields).
 PAGE_ORDERINGS = [
@@ -12,6 +16,12 @@ PAGE_ORDERINGS = [
     (CapacityRequest, ["organization", "created_at", "id"]),  # an organization's requests
     (Allocation, ["starts_on", "id"]),  # the staff allocations page (read backwards: newest first)
     (Allocation, ["organization", "starts_on", "id"]),  # an organization's allocations
+    # The landing page's lists (workloads/program/week.py), six rows of each read in an index's order
+    (SupportCase, ["severity", "created_at", "id"]),  # open S1/S2 cases
+    (HealthEvent, ["observed_at", "id"]),  # open critical incidents
+    (Cluster, ["interconnect_suspect_since", "id"]),
+    (Cluster, ["reporter_silent_since", "id"]),
+    (Allocation, ["ends_on", "id"]),  # ending in the next 14 days
 ]
 
 

@@ -202,3 +202,20 @@ def test_landing_queries_do_not_grow_with_organizations(
     assert response.status_code == 200
     week = response.context["glance"].weeks[1]
     assert week.organizations == 33 and len(week.rows) == 12 and week.more == 21
+
+
+@pytest.mark.django_db
+def test_allocations_no_longer_held_do_not_crowd_out_the_projection(manager_client, program, p5):
+    """Seven organizations whose P5 allocations expired on the 15th ran none of them in the last 7 days: the
+    least used pools of the program, but nothing is left to project. The one active allocation run a day out of
+    its week is the one listed."""
+    for n in range(7):
+        ended = OrganizationFactory(name=f"Ended {n}", slug=f"ended-{n}")
+        allocate(ended, p5, 4, date(2027, 3, 1), date(2027, 3, 15), status=Allocation.Status.EXPIRED)
+    slow = OrganizationFactory(name="Slow Lab", slug="slow")
+    allocate(slow, p5, 4, date(2027, 3, 1), date(2027, 6, 30), status=Allocation.Status.ACTIVE)
+    run(slow, "p5.48xlarge", jst(2027, 3, 14, 9), jst(2027, 3, 15, 9), instance="s1")
+    roll_up()
+    glance = get_landing(manager_client).context["glance"]
+    assert [u.allocation.organization.slug for u in glance.underused] == ["slow"]
+    assert glance.underused[0].projected_share < Decimal("0.05")

@@ -1,7 +1,9 @@
-"""The weekly and pool-day summaries hold the daily rows' sums, whoever wrote the rows (a rollup, a re-pricing,
-a full rebuild, rollups running at once), and the pages read the same figures from them as from the daily rows."""
+"""The weekly, pool-day and recent summaries hold the daily rows' sums, whoever wrote the rows (a rollup, a
+re-pricing, a full rebuild, rollups running at once), and the pages read the same figures from them as from the
+daily rows."""
 
-from datetime import date
+from collections import defaultdict
+from datetime import date, timedelta
 from decimal import Decimal
 
 import pytest
@@ -19,6 +21,7 @@ from workloads.usage.models import (
     NodeInterval,
     PoolUsageDay,
     RateCardEntry,
+    RecentPoolUse,
     UsageDay,
     UsageDirtyDay,
     UsageWeek,
@@ -39,12 +42,36 @@ def assert_summaries_match_the_daily_rows() -> None:
     assert stored(UsageWeek, "organization_id", "week") == by_week
     assert stored(PoolUsageDay, "pool_id", "day") == dict(summed(everything, "pool_id", "day"))
     assert by_week, "nothing was rolled up"
+    assert recent() == recent_from_the_daily_rows()
+
+
+def recent() -> dict[tuple[int, int], tuple[date, int, int]]:
+    return {
+        (row.organization_id, row.pool_id): (row.through, row.allocated, row.running)
+        for row in RecentPoolUse.objects.all()
+    }
+
+
+def recent_from_the_daily_rows() -> dict[tuple[int, int], tuple[date, int, int]]:
+    """Each organization's rows per pool over the 7 days ending the day its recent rows were summed through."""
+    through = {org_id: day for (org_id, _pool), (day, _a, _r) in recent().items()}
+    sums: dict[tuple[int, int], list] = defaultdict(lambda: [0, 0])
+    for row in UsageDay.objects.filter(organization_id__in=through):
+        last = through[row.organization_id]
+        if last - timedelta(days=7) < row.day <= last:
+            sums[(row.organization_id, row.pool_id)][0] += row.allocated_microseconds
+            sums[(row.organization_id, row.pool_id)][1] += row.running_microseconds
+    return {(org_id, pool_id): (through[org_id], a, r) for (org_id, pool_id), (a, r) in sums.items()}
 
 
 @pytest.mark.django_db
-def test_a_rollup_writes_the_weeks_and_pool_days_of_its_rows(week):
+def test_a_rollup_writes_the_weeks_and_pool_days_of_its_rows(week, p5):
     assert_summaries_match_the_daily_rows()
     assert UsageWeek.objects.filter(week=date(2027, 3, 8)).count() == 2  # Alpha and Beta, one row each
+    # Rolled up on the 20th: the 14th to the 20th. Alpha's Trn1 was revoked on the 12th: no recent row in it.
+    assert {(org, pool): through for (org, pool), (through, _a, _r) in recent().items()} == {
+        (org_id, p5.pk): date(2027, 3, 20) for org_id in Organization.objects.values_list("pk", flat=True)
+    }
 
 
 @pytest.mark.django_db
@@ -73,11 +100,13 @@ def test_days_whose_rows_vanish_leave_no_summary(week, org_b):
 @pytest.mark.django_db
 def test_a_rebuild_gives_what_the_rollups_wrote(week):
     """The migration's rebuild (every summary from every daily row) and the rollups' incremental writes agree."""
-    written = (stored(UsageWeek, "organization_id", "week"), stored(PoolUsageDay, "pool_id", "day"))
+    written = (stored(UsageWeek, "organization_id", "week"), stored(PoolUsageDay, "pool_id", "day"), recent())
     UsageWeek.objects.all().delete()
     PoolUsageDay.objects.all().delete()
-    summaries.rebuild()
-    assert (stored(UsageWeek, "organization_id", "week"), stored(PoolUsageDay, "pool_id", "day")) == written
+    RecentPoolUse.objects.all().delete()
+    with time_machine.travel(AFTER, tick=False):
+        summaries.rebuild()
+    assert (stored(UsageWeek, "organization_id", "week"), stored(PoolUsageDay, "pool_id", "day"), recent()) == written
 
 
 @pytest.mark.django_db

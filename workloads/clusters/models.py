@@ -225,7 +225,20 @@ class Cluster(models.Model):
             models.UniqueConstraint(fields=["cloud_name"], condition=~Q(cloud_name=""), name="unique_cloud_name"),
             models.CheckConstraint(condition=Q(threads_per_core__in=[1, 2]), name="cluster_threads_per_core"),
         ]
-        indexes = [models.Index(fields=["status", "last_polled_at"])]
+        indexes = [
+            models.Index(fields=["status", "last_polled_at"]),
+            # The landing page's silent reporters and suspect interconnects, longest first
+            models.Index(
+                fields=["reporter_silent_since", "id"],
+                condition=Q(reporter_silent_since__isnull=False),
+                name="cluster_silent",
+            ),
+            models.Index(
+                fields=["interconnect_suspect_since", "id"],
+                condition=Q(interconnect_suspect_since__isnull=False),
+                name="cluster_suspect",
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.name

@@ -96,7 +96,11 @@ class HealthEvent(models.Model):
                 name="one_open_health_event_per_gpu_and_kind",
             ),
         ]
-        indexes = [models.Index(fields=["resolved_at", "severity"], name="health_open_severity")]
+        indexes = [
+            models.Index(fields=["resolved_at", "severity"], name="health_open_severity"),
+            # The landing page's open incidents, oldest first
+            models.Index(fields=["observed_at", "id"], condition=Q(resolved_at=None), name="health_open_observed"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} {self.instance_id}"

@@ -6,10 +6,12 @@ from django.db import migrations, models
 
 def sum_existing_rows(apps, schema_editor):
     """The summaries of the daily rows already there (later ones are written with them)."""
-    from workloads.usage.summaries import rebuild
+    from workloads.usage.summaries import write
 
-    rebuild(
-        *(apps.get_model("workloads", name) for name in ("UsageDay", "BilledCost", "UsageWeek", "PoolUsageDay", "SettledWeek"))
+    write(
+        *(apps.get_model("workloads", name) for name in ("UsageDay", "BilledCost", "UsageWeek", "PoolUsageDay", "SettledWeek")),
+        days=None,
+        organization_ids=None,
     )
 
 

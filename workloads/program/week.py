@@ -13,7 +13,22 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from decimal import Decimal
 
-from django.db.models import Case, Count, F, FloatField, Q, Sum, Value, When, Window
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    F,
+    FloatField,
+    Func,
+    IntegerField,
+    OuterRef,
+    Q,
+    Subquery,
+    Sum,
+    Value,
+    When,
+    Window,
+)
 from django.db.models.functions import Cast
 from django.db.models.lookups import LessThan
 
@@ -31,7 +46,8 @@ from workloads.usage.billed import (
     billed_settled_through,
     week_summaries_settled,
 )
-from workloads.usage.models import BilledCost, UsageDay, UsageWeek
+from workloads.usage.definitions import RECENT_DAYS
+from workloads.usage.models import BilledCost, RecentPoolUse, UsageDay, UsageWeek
 from workloads.usage.periods import Period
 from workloads.usage.reports import Figures
 
@@ -213,8 +229,10 @@ class Listing:
 
 
 def listing(queryset, limit: int = LISTED) -> Listing:
-    """One query, however many there are: how many in all rides on each row listed (a window count)."""
-    items = list(queryset.annotate(listed_of=Window(Count("pk")))[:limit])
+    """One query, however many there are: the first rows read in the order of an index, and how many in all
+    counted once beside them (a scalar subquery; a window count would join and sort every row to list six)."""
+    every = queryset.order_by().annotate(counted=Func(F("pk"), function="COUNT", output_field=IntegerField()))
+    items = list(queryset.annotate(listed_of=Subquery(every.values("counted")))[:limit])
     return Listing(items, items[0].listed_of if items else 0)
 
 
@@ -232,18 +250,17 @@ class Glance:
     threshold: Decimal = Decimal("0.5")
 
 
-def underused_allocations(allocations, usage_rows, *, today: date, threshold: Decimal, as_of) -> list[AllocationUse]:
+def underused_allocations(allocations, recent_rows, *, today: date, threshold: Decimal, as_of) -> list[AllocationUse]:
     """Active allocations projected, at the last 7 days' rate, to end with less than `threshold` of their
-    instance-hours used. The candidates are those whose pool ran under the threshold over the last 7 days (one
-    grouped query); the projection itself is allocation_use's, for at most PROJECTED_CANDIDATES of them."""
+    instance-hours used. The candidates are the active ones whose organization ran least of the pool over its last
+    7 days summed (RecentPoolUse: the days up to its last rollup) and under the threshold; the projection itself is
+    allocation_use's, over the daily rows, for at most PROJECTED_CANDIDATES of them."""
     active = allocations.filter(status=Allocation.Status.ACTIVE, starts_on__lte=today, ends_on__gt=today)
     below_p, below_q = threshold.as_integer_ratio()  # running ÷ allocated < threshold, compared as integers
+    held = active.filter(organization_id=OuterRef("organization_id"), pool_id=OuterRef("pool_id"))
     low = (
-        usage_rows.filter(day__gte=today - timedelta(days=6), day__lte=today)
-        .order_by()
-        .values("organization_id", "pool_id")
-        .annotate(allocated=Sum("allocated_microseconds"), running=Sum("running_microseconds"))
-        .filter(LessThan(F("running") * below_q, F("allocated") * below_p), allocated__gt=0)
+        recent_rows.filter(through__gt=today - timedelta(days=RECENT_DAYS), allocated__gt=0)
+        .filter(LessThan(F("running") * below_q, F("allocated") * below_p), Exists(held))
         .order_by(Cast("running", FloatField()) / Cast("allocated", FloatField()), "organization_id", "pool_id")
         .values_list("organization_id", "pool_id")[:PROJECTED_CANDIDATES]
     )
@@ -304,7 +321,9 @@ def glance(*, user, program: Program | None, weeks: list[Period], today: date, a
         suspect=listing(live.exclude(interconnect_suspect_since=None).order_by("interconnect_suspect_since", "pk")),
         silent=listing(live.exclude(reporter_silent_since=None).order_by("reporter_silent_since", "pk")),
         ending=listing(ending),
-        underused=underused_allocations(allocations, usage_rows, today=today, threshold=threshold, as_of=as_of),
+        underused=underused_allocations(
+            allocations, RecentPoolUse.objects.visible_to(user), today=today, threshold=threshold, as_of=as_of
+        ),
         requests=listing(requests),
         threshold=threshold,
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
@@ -115,7 +116,15 @@ class SupportCase(models.Model):
         ordering = ["-created_at", "-pk"]
         verbose_name = _("support case")
         verbose_name_plural = _("support cases")
-        indexes = [models.Index(fields=["organization", "status"])]
+        indexes = [
+            models.Index(fields=["organization", "status"]),
+            # The landing page's open S1/S2 cases, most severe and oldest first (the condition: ACTIVE_STATUSES)
+            models.Index(
+                fields=["severity", "created_at", "id"],
+                condition=Q(status__in=("open", "in_progress", "waiting_on_tenant")),
+                name="case_active_severity",
+            ),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(node__isnull=True) | models.Q(cluster__isnull=False), name="case_node_has_cluster"

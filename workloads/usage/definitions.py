@@ -38,6 +38,7 @@ from portal.periods import day_start, days_between
 
 MICROSECONDS_PER_HOUR = 3_600_000_000
 ONE_DAY = timedelta(days=1)
+RECENT_DAYS = 7  # the projections' recent rate: the last 7 days, today included
 
 
 def microseconds(delta: timedelta) -> int:

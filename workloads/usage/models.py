@@ -186,6 +186,26 @@ class PoolUsageDay(SummedUsage):
         return f"{self.pool_id} {self.day}"
 
 
+class RecentPoolUse(models.Model):
+    """One organization's daily rows of one pool over the 7 days ending `through` (the day it was last summed, with
+    the organization's rows of that day): what the landing page picks the allocations to project from, the ones
+    running least of what they hold, without reading every organization's week of daily rows."""
+
+    organization = models.ForeignKey("tenants.Organization", on_delete=models.PROTECT, related_name="+")
+    pool = models.ForeignKey("tenants.CapacityPool", on_delete=models.PROTECT, related_name="+")
+    through = models.DateField()
+    allocated = models.BigIntegerField(default=0)  # instance-microseconds
+    running = models.BigIntegerField(default=0)
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["organization", "pool"], name="one_recent_use_per_pool")]
+
+    def __str__(self) -> str:
+        return f"{self.organization_id} {self.pool_id} through {self.through}"
+
+
 class ClusterUsageDay(models.Model):
     """Running instance-time of one cluster in one pool on one day: the per-cluster breakdown of UsageDay."""
 

@@ -1,6 +1,7 @@
-"""The usage summaries: the daily rows (UsageDay) summed per organization and ISO week (UsageWeek) and per pool and
-day (PoolUsageDay), kept beside them so the program's pages — the ranking of 2,000 organizations, the landing page,
-the heatmap and the pool lines — read a few thousand rows whatever the number of organizations and days of history.
+"""The usage summaries: the daily rows (UsageDay) summed per organization and ISO week (UsageWeek), per pool and
+day (PoolUsageDay) and per organization and pool over the last 7 days (RecentPoolUse), kept beside them so the
+program's pages — the ranking of 2,000 organizations, the landing page, the heatmap and the pool lines — read a few
+thousand rows whatever the number of organizations and days of history.
 
 They hold the usage definitions' sums of the daily rows (ROW_SUMS: idle and over-allocation floored per daily row
 first; and the accelerator-time), never figures of their own, and are rewritten in the same transaction as the
@@ -17,9 +18,9 @@ from django.db import connection
 from django.db.models import Sum
 from django.db.models.functions import TruncWeek
 
-from portal.periods import as_date, week_of
-from workloads.usage.definitions import ROW_SUMS, accelerator_sums
-from workloads.usage.models import BilledCost, PoolUsageDay, SettledWeek, UsageDay, UsageWeek
+from portal.periods import as_date, today, week_of
+from workloads.usage.definitions import RECENT_DAYS, ROW_SUMS, accelerator_sums
+from workloads.usage.models import BilledCost, PoolUsageDay, RecentPoolUse, SettledWeek, UsageDay, UsageWeek
 
 LOCK_KEY = 0x75736167  # PostgreSQL advisory lock of the writers of daily rows ("usag")
 BATCH = 2_000
@@ -35,29 +36,49 @@ def lock() -> None:
 
 def refresh(days: Iterable[date], organization_ids: Iterable[int] | None = None) -> None:
     """Sum again the summaries these days' daily rows fall in: every pool on each day (a pool-day crosses
-    organizations), and the weeks of the days for these organizations (None: every one — after a billing fetch,
-    whose latest day settles the week for every organization)."""
+    organizations), the weeks of the days for these organizations (None: every one — after a billing fetch,
+    whose latest day settles the week for every organization), and their last 7 days if a day falls in them."""
     days = sorted(set(days))
     if days:
         write(UsageDay, BilledCost, UsageWeek, PoolUsageDay, SettledWeek, days=days, organization_ids=organization_ids)
+        through = today()
+        if days[-1] > through - timedelta(days=RECENT_DAYS):
+            write_recent(UsageDay, RecentPoolUse, organization_ids=organization_ids, through=through)
 
 
-def rebuild(
-    usage_day=UsageDay,
-    billed_cost=BilledCost,
-    usage_week=UsageWeek,
-    pool_usage_day=PoolUsageDay,
-    settled_week=SettledWeek,
-) -> None:
-    """Every summary from every daily row (a migration passes its historical models)."""
-    write(usage_day, billed_cost, usage_week, pool_usage_day, settled_week, days=None, organization_ids=None)
+def rebuild() -> None:
+    """Every summary from every daily row."""
+    write(UsageDay, BilledCost, UsageWeek, PoolUsageDay, SettledWeek, days=None, organization_ids=None)
+    write_recent(UsageDay, RecentPoolUse, organization_ids=None, through=today())
+
+
+def write_recent(usage_day, recent_pool_use, *, organization_ids, through: date) -> None:
+    """Delete and sum again these organizations' (None: every one's) rows of each pool over the RECENT_DAYS ending
+    `through` (a migration passes its historical models)."""
+    recent = recent_pool_use.objects.all()
+    daily = usage_day.objects.order_by().filter(day__gt=through - timedelta(days=RECENT_DAYS), day__lte=through)
+    if organization_ids is not None:
+        organization_ids = list(organization_ids)
+        recent = recent.filter(organization_id__in=organization_ids)
+        daily = daily.filter(organization_id__in=organization_ids)
+    recent.delete()
+    recent_pool_use.objects.bulk_create(
+        (
+            recent_pool_use(through=through, **row)
+            for row in daily.values("organization_id", "pool_id").annotate(
+                allocated=Sum("allocated_microseconds"), running=Sum("running_microseconds")
+            )
+        ),
+        batch_size=BATCH,
+    )
 
 
 def write(
     usage_day, billed_cost, usage_week, pool_usage_day, settled_week, *, days: list[date] | None, organization_ids
 ) -> None:
     """Delete and sum again the pool-days of `days` and the weeks they fall in for `organization_ids` (None: every
-    day and week; every organization, and the weeks' settled day recorded in SettledWeek)."""
+    day and week; every organization, and the weeks' settled day recorded in SettledWeek). A migration passes its
+    historical models."""
     sums = {**ROW_SUMS, **accelerator_sums()}
     daily = usage_day.objects.order_by()
     billed = billed_cost.objects.order_by()
