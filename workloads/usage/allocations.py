@@ -16,8 +16,8 @@ from tenants.models import Allocation, CapacityPool
 from workloads.usage.definitions import (
     MICROSECONDS_PER_HOUR,
     ONE_DAY,
+    RECENT_DAYS,
     allocation_span,
-    days_between,
     hours,
     overlap,
 )
@@ -76,13 +76,21 @@ def allocation_use(allocations: list[Allocation], *, as_of: datetime | None = No
     pair_filter = Q()
     for org_id, pool_id in pairs:
         pair_filter |= Q(organization_id=org_id, pool_id=pool_id)
-    days = {
-        (org_id, pool_id, day): (allocated, running)
-        for org_id, pool_id, day, allocated, running in UsageDay.objects.filter(
-            pair_filter, day__gte=first, day__lte=min(last, timezone.localdate(as_of))
-        ).values_list("organization_id", "pool_id", "day", "allocated_microseconds", "running_microseconds")
-    }
-    recent_from = timezone.localdate(as_of) - timedelta(days=6)
+    # Each pair's days with something allocated and run (the others share nothing), in day order.
+    days: dict[tuple[int, int], list[tuple[date, int, int]]] = {pair: [] for pair in pairs}
+    for org_id, pool_id, day, allocated, running in (
+        UsageDay.objects.filter(
+            pair_filter,
+            day__gte=first,
+            day__lte=min(last, timezone.localdate(as_of)),
+            allocated_microseconds__gt=0,
+            running_microseconds__gt=0,
+        )
+        .order_by("day")
+        .values_list("organization_id", "pool_id", "day", "allocated_microseconds", "running_microseconds")
+    ):
+        days[(org_id, pool_id)].append((day, allocated, running))
+    recent_from = timezone.localdate(as_of) - timedelta(days=RECENT_DAYS - 1)
     windows: dict[date, tuple[datetime, datetime, int]] = {}  # each day's moments and length, computed once
 
     def window(day: date) -> tuple[datetime, datetime, int]:
@@ -96,14 +104,14 @@ def allocation_use(allocations: list[Allocation], *, as_of: datetime | None = No
         span = allocation_span(allocation.starts_on, allocation.ends_on, allocation.revoked_at)
         allocated_to_date = allocation.instance_count * overlap(*span, span[0], as_of)
         running = recent = 0
-        for day in days_between(allocation.starts_on, min(allocation.ends_on, timezone.localdate(as_of))):
-            total_allocated, total_running = days.get((allocation.organization_id, allocation.pool_id, day), (0, 0))
-            if not total_allocated or not total_running:
+        count, first_day, last_day = allocation.instance_count, allocation.starts_on, allocation.ends_on
+        for day, total_allocated, total_running in days[(allocation.organization_id, allocation.pool_id)]:
+            if day < first_day or day > last_day:
                 continue
             start, end, length = window(day)
             # definitions.allocated_microseconds: the whole day inside the allocation's span, or the part that is
             inside = span[0] <= start and end <= span[1]
-            mine = allocation.instance_count * (length if inside else overlap(*span, start, end))
+            mine = count * (length if inside else overlap(*span, start, end))
             share = total_running * mine // total_allocated
             running += share
             if day >= recent_from:
