@@ -69,8 +69,13 @@ def heatmap(
     """One row per organization, one column per ISO week, coloured by utilization band (the legend picks bands);
     the weeks of the `chosen` period (first, last day) outlined, so the chart says which weeks the table above is
     about. Hovering a cell says its figures; clicking it opens the organization's usage."""
-    labels = [iso_week(week)[2:] for week in weeks]
+    names = [iso_week(week) for week in weeks]
+    labels = [name[2:] for name in names]
     outline = bool(chosen) and not all(_overlaps(week, 7, chosen) for week in weeks)
+    outlined = [outline and _overlaps(week, 7, chosen) for week in weeks]
+    # Translated once, not once per cell (a year of weeks for 21 rows is over a thousand cells).
+    no_allocation = _("%(org)s · %(week)s: no allocation")
+    used = _("%(org)s · %(week)s: %(pct)s (%(running)s of %(allocated)s instance-hours)")
     data, table = [], []
     for y_index, row in enumerate(rows):
         line = [(row.label, row.url)]
@@ -78,12 +83,12 @@ def heatmap(
             figures = cells.get((row.key, week))
             ratio = figures.utilization if figures else None
             detail = (
-                _("%(org)s · %(week)s: no allocation") % {"org": row.label, "week": iso_week(week)}
+                no_allocation % {"org": row.label, "week": names[x_index]}
                 if ratio is None
-                else _("%(org)s · %(week)s: %(pct)s (%(running)s of %(allocated)s instance-hours)")
+                else used
                 % {
                     "org": row.label,
-                    "week": iso_week(week),
+                    "week": names[x_index],
                     "pct": percent(ratio),
                     "running": f"{hours(figures.running):,.0f}",
                     "allocated": f"{hours(figures.allocated):,.0f}",
@@ -95,7 +100,7 @@ def heatmap(
             }
             if row.url:
                 cell["url"] = row.url
-            if outline and _overlaps(week, 7, chosen):
+            if outlined[x_index]:
                 cell["itemStyle"] = {"borderColor": charts.TOTAL, "borderWidth": 2}
             data.append(cell)
             line.append(percent(ratio))
