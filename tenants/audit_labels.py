@@ -4,9 +4,13 @@ never imports the apps built on it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.apps import apps
+from django.core.exceptions import FieldDoesNotExist
 from django.db import models
 from django.utils.formats import number_format
+from django.utils.text import capfirst
 from django.utils.translation import gettext_lazy as _
 
 ACTIONS = {
@@ -38,6 +42,10 @@ ACTIONS = {
 }
 # Object type (model name) → the name of the URL pattern showing one of them by its id.
 PAGES: dict[str, str] = {"capacityplan": "capacity-plan-page"}
+# Object type → who may open its page, where not every program staff member may: the others read its name unlinked.
+READERS: dict[str, Callable] = {}
+# Object type → what its events' details that are not the model's fields are called: key → (label, {value: words}).
+DETAILS: dict[str, dict[str, tuple[str, dict | None]]] = {}
 # How people number requests, allocations and plans: R-13, A-13, P-13. The tables count from 1, so a bare "#13"
 # named different things; the letter says which, on every page, email and audit line.
 NUMBER_PREFIXES = {"capacityrequest": "R-", "allocation": "A-", "capacityplan": "P-"}
@@ -56,9 +64,45 @@ class Numbered:
         return number(self._meta.model_name, self.pk)
 
 
-def register(*, actions: dict, pages: dict[str, str] | None = None) -> None:
-    ACTIONS.update(actions)
+def register(
+    *,
+    actions: dict | None = None,
+    pages: dict[str, str] | None = None,
+    readers: dict[str, Callable] | None = None,
+    details: dict[str, dict] | None = None,
+) -> None:
+    ACTIONS.update(actions or {})
     PAGES.update(pages or {})
+    READERS.update(readers or {})
+    DETAILS.update(details or {})
+
+
+def link(events, user) -> None:
+    """Set `link` on each event: its object's page, or "" where there is none or `user` may not open it (asked
+    once per type, not per event)."""
+    closed = {target_type for target_type, may in READERS.items() if not may(user)}
+    for event in events:
+        event.link = "" if event.target_type in closed else event.target_url
+
+
+def change_rows(target_type: str, changes: dict) -> list[tuple[str, object, object]]:
+    """(label, before, after) per changed field, in the target model's words: "Instances: 4 → 6", "Status:
+    Submitted → Approved"; a detail that is no field in its app's words (DETAILS: "Fairness rule: The most
+    instance-hours only"). A name neither knows keeps its stored name."""
+    model = target_model(target_type)
+    details = DETAILS.get(target_type, {})
+    rows = []
+    for name, (before, after) in changes.items():
+        try:
+            field = model._meta.get_field(name) if model else None
+        except FieldDoesNotExist:
+            field = None
+        if field is None:
+            label, words = details.get(name, (name, None))
+            rows.append((label, detail_in_words(words, before), detail_in_words(words, after)))
+        else:
+            rows.append((capfirst(field.verbose_name), in_words(field, before), in_words(field, after)))
+    return rows
 
 
 def in_words(field, value):
@@ -68,6 +112,15 @@ def in_words(field, value):
     if isinstance(field, models.IntegerField) and isinstance(value, int):
         return number_format(value, force_grouping=True)
     return value
+
+
+def detail_in_words(words: dict | None, value):
+    """A detail's stored value as a person reads it: its words if it has them, yes or no, a count."""
+    if isinstance(value, bool):
+        return _("yes") if value else _("no")
+    if isinstance(value, int):
+        return number_format(value, force_grouping=True)
+    return (words or {}).get(value, value)
 
 
 def target_model(target_type: str) -> type[models.Model] | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from django.conf import settings
-from django.core.exceptions import FieldDoesNotExist, ObjectDoesNotExist
+from django.core.exceptions import ObjectDoesNotExist
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import F, Q
@@ -577,20 +577,7 @@ class AuditEvent(models.Model):
 
     @property
     def change_rows(self) -> list[tuple[str, object, object]]:
-        """(label, before, after) per changed field, in the target model's words: "Instances: 4 → 6",
-        "Status: Submitted → Approved". A field the model no longer has keeps its stored name."""
-        rows = []
-        for name, (before, after) in self.changes.items():
-            try:
-                field = audit_labels.target_model(self.target_type)._meta.get_field(name)
-            except (AttributeError, FieldDoesNotExist):
-                field = None
-            if field is None:
-                rows.append((name, before, after))
-                continue
-            words = audit_labels.in_words
-            rows.append((capfirst(field.verbose_name), words(field, before), words(field, after)))
-        return rows
+        return audit_labels.change_rows(self.target_type, self.changes)
 
 
 # Models of sub-packages, registered in this app (they do not import this module).

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_safe
 
 from portal.pages import choice_param, paginate
 from portal.periods import today
+from tenants import audit_labels
 from tenants.access import (
     get_org_access_or_404,
     is_program_manager,
@@ -93,5 +94,7 @@ def audit_log(request):
     if org:
         events = events.filter(organization__slug=org)
     page = paginate(request, events if org.valid else events.none(), 50)
+    page.object_list = list(page.object_list)
+    audit_labels.link(page.object_list, request.user)
     context = {"page": page, "org": org, "organizations": organizations}
     return render(request, "tenants/audit_log.html", context, status=200 if org.valid else 400)

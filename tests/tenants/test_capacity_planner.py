@@ -13,7 +13,9 @@ from django.urls import reverse
 
 from tenants.capacity.ledger import differences
 from tenants.capacity.models import CapacityPlan
+from tenants.capacity.planning.reasons import FAIRNESS_LABELS
 from tenants.capacity.planning.services import PlanAsk, apply_plan, make_plan
+from tenants.capacity.planning.solver import FAIRNESS_RULES
 from tenants.models import Allocation, AuditEvent, CapacityRequest
 from tests.charts import chart_payload, values
 from tests.factories import AllocationFactory, CapacityRequestFactory, MembershipFactory, OrganizationFactory
@@ -269,9 +271,27 @@ def test_making_and_applying_a_plan_on_the_pages_is_audited_and_read_in_words(ma
     assert "made a capacity plan" in page and "applied the capacity plan" in page
     link = f'<a href="{reverse("capacity-plan-page", args=[plan.pk])}">Capacity plan {plan.number}</a>'
     assert link in page
+    # Its details in words, not their stored keys and codes.
+    assert "Fairness rule: — → Max-min share per organization, then the most instance-hours" in page
+    assert "What-if: — → no" in page and "Requests planned: — → 3" in page
+    assert f"Approved: — → {moved.number}" in page
     manager_client.cookies[settings.LANGUAGE_COOKIE_NAME] = "ja"
     page = manager_client.get(reverse("audit-log")).text
     assert "がキャパシティ計画を作成しました" in page and "がキャパシティ計画を適用しました" in page
+    assert "Fairness rule" not in page and "What-if" not in page and "maxmin" not in page
+
+
+def test_the_audit_trail_links_a_plan_only_for_those_who_may_open_it(support_client, manager, pool, queue):
+    """A support engineer reads the plan's lines, but its page is a program manager's: the name, unlinked."""
+    plan = make_plan(user=manager, ask=PlanAsk(pools=[pool]))
+    page = support_client.get(reverse("audit-log")).text
+    assert f"Capacity plan {plan.number}" in page
+    assert reverse("capacity-plan-page", args=[plan.pk]) not in page
+    assert support_client.get(reverse("capacity-plan-page", args=[plan.pk])).status_code == 403
+
+
+def test_every_fairness_rule_has_words():
+    assert set(FAIRNESS_LABELS) == set(FAIRNESS_RULES)
 
 
 def test_the_plan_pages_are_for_program_managers(member_client, support_client, manager, pool, queue):

@@ -8,6 +8,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from portal.forms import DateInput
+from tenants.capacity.planning.reasons import FAIRNESS_LABELS
 from tenants.capacity.planning.services import Growth, PlanAsk
 from tenants.cycle import IN_CYCLE
 from tenants.models import CapacityPool, CapacityRequest
@@ -17,10 +18,7 @@ class PlanForm(forms.Form):
     pool = forms.ChoiceField(label=gettext_lazy("Pools"), required=False)
     fairness = forms.ChoiceField(
         label=gettext_lazy("Fairness rule"),
-        choices=[
-            ("maxmin", gettext_lazy("Max-min share per organization, then the most instance-hours")),
-            ("total", gettext_lazy("The most instance-hours only")),
-        ],
+        choices=list(FAIRNESS_LABELS.items()),
         initial="maxmin",
     )
     time_limit = forms.FloatField(

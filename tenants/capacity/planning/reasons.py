@@ -1,11 +1,27 @@
-"""Why a plan decided what it did on a request, in words a manager can send the organization: the bottleneck day of
-the asked window and who holds that day's instances. The page shows it beside each request, and an approval made
-from the plan carries it as its comment."""
+"""The planner in words: why a plan decided what it did on a request, in words a manager can send the organization
+(the bottleneck day of the asked window and who holds that day's instances; the page shows it beside each request,
+and an approval made from the plan carries it as its comment), and what its fairness rules and audit details are
+called."""
 
 from __future__ import annotations
 
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
+from django.utils.translation import gettext_lazy, ngettext
+
+# The fairness rules as the form offers them (solver.FAIRNESS_RULES).
+FAIRNESS_LABELS = {
+    "maxmin": gettext_lazy("Max-min share per organization, then the most instance-hours"),
+    "total": gettext_lazy("The most instance-hours only"),
+}
+# What the audit trail calls the details of a plan's lines (tenants.audit_labels.DETAILS): label, values in words.
+AUDIT_DETAILS = {
+    "pools": (gettext_lazy("Pools"), None),
+    "requests": (gettext_lazy("Requests planned"), None),
+    "fairness": (gettext_lazy("Fairness rule"), FAIRNESS_LABELS),
+    "what_if": (gettext_lazy("What-if"), None),
+    "approved": (gettext_lazy("Approved"), None),
+    "refused": (gettext_lazy("Not applied"), None),
+}
 
 
 def _full(reason: dict) -> str:
