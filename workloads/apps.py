@@ -25,7 +25,9 @@ class WorkloadsConfig(AppConfig):
         usage.register(allocations.READER)
         pricing.register(rates.estimate_rates)  # estimates price at the rate card in force, as usage does
         revocation.register(clusters.doomed_clusters)
-        # The audit trail names the cluster actions workloads records, and links to the cluster's page.
+        # The audit trail names the cluster actions workloads records and their details, links the cluster's page.
         audit_labels.register(
-            actions={**clusters.AUDIT_ACTIONS, **reporting.AUDIT_ACTIONS}, pages={"cluster": "clusters:detail"}
+            actions={**clusters.AUDIT_ACTIONS, **reporting.AUDIT_ACTIONS},
+            pages={"cluster": "clusters:detail"},
+            details={"cluster": {**clusters.AUDIT_DETAILS, **reporting.AUDIT_DETAILS}},
         )

@@ -30,6 +30,8 @@ def test_creating_retrying_and_deleting_a_cluster_are_audited(org, allocation, a
     page = manager_client.get("/program/audit/")
     assert "created the cluster" in page.text and "asked to delete the cluster" in page.text
     assert f'href="/clusters/{cluster.pk}/"' in page.text  # the event links the cluster's page
+    assert "Workers: — → 4 × p5.48xlarge" in page.text  # its details named, not by their stored keys
+    assert "workers:" not in page.text
 
 
 def test_the_audit_and_allocations_pages_pick_an_organization_by_name(org, allocation, actor, manager_client):

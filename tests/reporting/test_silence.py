@@ -107,6 +107,8 @@ def test_tokens_are_issued_and_revoked_by_operators_and_audited(cluster, member,
     assert ReporterToken.objects.get().revoked_by == manager
     actions = list(AuditEvent.objects.order_by("pk").values_list("action", "actor"))
     assert actions == [("reporter_token.issue", member.pk), ("reporter_token.revoke", manager.pk)]
+    issued = AuditEvent.objects.get(action="reporter_token.issue")
+    assert issued.change_rows == [("Reporter token", None, f"head node ({token.prefix}…)")]  # named, not "token"
 
 
 def test_support_engineers_and_outsiders_may_not_issue_tokens(cluster, support, outsider):

@@ -176,6 +176,7 @@ AUDIT_ACTIONS = {
     "cluster.retried": gettext_lazy("provisioned the cluster again"),
     "cluster.deletion_requested": gettext_lazy("asked to delete the cluster"),
 }
+AUDIT_DETAILS = {"workers": (gettext_lazy("Workers"), None)}  # the details that are not the cluster's fields
 
 
 def _audit(cluster: Cluster, actor, action: str, comment: str = "", **changes) -> None:

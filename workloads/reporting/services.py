@@ -27,6 +27,7 @@ AUDIT_ACTIONS = {
     "reporter_token.issue": gettext_lazy("issued a reporter token for the cluster"),
     "reporter_token.revoke": gettext_lazy("revoked a reporter token of the cluster"),
 }
+AUDIT_DETAILS = {"token": (gettext_lazy("Reporter token"), None)}  # its name and first characters
 TOKEN_DAYS = 365
 MAX_ACTIVE_TOKENS = 5  # per cluster: one for the head node, a few while rotating
 SILENT_AFTER_INTERVALS = 3
