@@ -211,3 +211,22 @@ def test_the_billed_check_from_the_summaries_is_the_daily_rows_check(week, progr
         alpha = next(row for row in report.rows if row.organization == org_a)
         computed_13 = running_cost(org_a, date(2027, 3, 8), date(2027, 3, 13))
         assert (alpha.billed, alpha.billed_computed) == (billed, computed_13)
+
+
+@pytest.mark.django_db
+def test_an_organization_billed_without_computed_cost_reads_as_computed_zero(week, program, manager, client):
+    """Billed on a settled day it ran nothing (a month: the daily rows' path): computed 0, no gap to divide by,
+    on the page and in the CSV alike."""
+    idle = OrganizationFactory(name="Billed Only", slug="billed-only")
+    bill(idle, date(2027, 3, 10), 5_000_000)
+    period = Period("month", date(2027, 3, 1), date(2027, 3, 31))
+    with time_machine.travel(AFTER, tick=False):
+        report = program_report(period=period, organizations=Organization.objects.all(), program=program)
+        row = next(r for r in report.rows if r.organization == idle)
+        assert (row.billed, row.billed_computed, row.billed_check.gap) == (5_000_000, 0, None)
+        assert report.billed_check.billed >= 5_000_000
+        client.force_login(manager)  # signed in on the day travelled to
+        response = client.get("/program/usage/", {"period": "2027-03"})
+        assert response.status_code == 200 and "Billed Only" in response.text
+        csv = client.get("/program/usage/export.csv", {"period": "2027-03"})
+        assert csv.status_code == 200

@@ -6,10 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
+from functools import cached_property
 
-from django.db import connection
 from django.db.models import F, OuterRef, Q, QuerySet, Subquery, Sum
-from django.db.models.expressions import RawSQL
 from django.db.models.functions import Abs
 from django.db.models.lookups import GreaterThan
 
@@ -87,53 +86,38 @@ def settled_sum(model, column: str, *, first: date, through: date) -> Subquery:
 
 class SettledBilling:
     """Billed against computed over the settled days (`first` through `through`) for every organization of
-    `billed_rows` billed then, in the database: the two sides grouped per organization and joined there, so 2,000
-    organizations are counted, summed and flagged without being read one by one. An organization with no billed row
-    on the settled days (no linked account, or nothing fetched) is not there: it has no billed figure at all
-    rather than a -100% gap."""
+    `billed_rows` billed then: both sides grouped per organization (two reads of the daily rows, once however
+    often the totals, the count and the flags are asked), each compared by BilledCheck. An organization with no
+    billed row on the settled days (no linked account, or nothing fetched) is not there: it has no billed figure at
+    all rather than a -100% gap."""
 
     def __init__(self, *, billed_rows, usage_rows, first: date, through: date):
-        billed, billed_params = _per_organization(
-            billed_rows, "cost_micro_usd", first=first, through=through
-        ).query.sql_with_params()
-        computed, computed_params = _per_organization(
-            usage_rows, "running_cost_micro_usd", first=first, through=through
-        ).query.sql_with_params()
-        # Two querysets compiled by Django, every value a parameter: SQL only for the join the ORM cannot write.
-        self.sql = (
-            "SELECT b.organization_id, b.total AS billed, COALESCE(c.total, 0) AS computed "  # noqa: S608
-            f"FROM ({billed}) b LEFT JOIN ({computed}) c ON c.organization_id = b.organization_id"
-        )
-        self.params = (*billed_params, *computed_params)
+        self._rows = {"billed_rows": billed_rows, "usage_rows": usage_rows, "first": first, "through": through}
+        self.through = through
 
-    # BilledCheck.off in SQL, exactly (integers): billed and computed differ by more than BILLED_TOLERANCE of the
-    # computed (none computed: no gap).
-    OFF = "s.computed > 0 AND ABS(s.billed - s.computed) * %s > s.computed * %s"
-
-    def _one(self, select: str, where: str = "") -> tuple:
-        numerator, denominator = BILLED_TOLERANCE.as_integer_ratio()
-        params = (*self.params, denominator, numerator) if where else self.params
-        with connection.cursor() as cursor:
-            cursor.execute(f"SELECT {select} FROM ({self.sql}) s {where}", params)  # noqa: S608 (our own SQL)
-            return cursor.fetchone()
+    @cached_property
+    def checks(self) -> dict[int, BilledCheck]:
+        return {
+            org_id: BilledCheck(billed, computed, self.through)
+            for org_id, (billed, computed) in billed_against_computed(**self._rows).items()
+        }
 
     def totals(self) -> tuple[int | None, int]:
         """(billed, computed) summed over the organizations billed; billed None when none is."""
-        billed, computed = self._one("SUM(s.billed), SUM(s.computed)")
-        return (None if billed is None else int(billed)), int(computed or 0)
+        if not self.checks:
+            return None, 0
+        return sum(c.billed for c in self.checks.values()), sum(c.computed for c in self.checks.values())
 
     def off_count(self) -> int:
-        return self._one("COUNT(*)", f"WHERE {self.OFF}")[0]
+        return len(self.off_ids())
 
-    def off_ids(self) -> RawSQL:
-        """The organizations billed apart, as a subquery (`pk__in=`)."""
-        numerator, denominator = BILLED_TOLERANCE.as_integer_ratio()
-        off = f"SELECT s.organization_id FROM ({self.sql}) s WHERE {self.OFF}"  # noqa: S608 (our own SQL)
-        return RawSQL(off, (*self.params, denominator, numerator))  # noqa: S611
+    def off_ids(self) -> list[int]:
+        """The organizations billed apart (`pk__in=`)."""
+        return sorted(org_id for org_id, check in self.checks.items() if check.off)
 
 
 def billed_off(billed: str, computed: str) -> Q:
-    """BilledCheck.off as a condition on two integer fields or aliases (SettledBilling.OFF, for the ORM)."""
+    """BilledCheck.off as a condition on two integer fields or aliases (the weekly summaries' columns)."""
     numerator, denominator = BILLED_TOLERANCE.as_integer_ratio()
     return Q(**{f"{billed}__isnull": False, f"{computed}__gt": 0}) & GreaterThan(
         Abs(F(billed) - F(computed)) * denominator, F(computed) * numerator

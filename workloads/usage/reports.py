@@ -344,11 +344,11 @@ def _settled_sums(period: Period, through: date | None) -> dict:
     nothing = Cast(Value(None), BigIntegerField())
     if not through:
         return {"billed": nothing, "billed_computed": nothing}
+    # Bare subqueries (None when nothing was computed: the rows read it as 0): wrapped, in Coalesce say, Django
+    # groups by the wrapper, and it is evaluated once per joined daily row, not once per organization.
     return {
         "billed": settled_sum(BilledCost, "cost_micro_usd", first=period.first, through=through),
-        "billed_computed": Coalesce(
-            settled_sum(UsageDay, "running_cost_micro_usd", first=period.first, through=through), 0
-        ),
+        "billed_computed": settled_sum(UsageDay, "running_cost_micro_usd", first=period.first, through=through),
     }
 
 
@@ -424,7 +424,7 @@ class ProgramReport:
             else Figures(allocated=values["previous_allocated"], running=values["previous_running"] or 0)
         )
         billed = values["billed"]
-        computed = values["billed_computed"] if billed is not None else 0
+        computed = (values["billed_computed"] or 0) if billed is not None else 0
         ratio = figures.utilization
         return OrgRow(
             organization=organization,
