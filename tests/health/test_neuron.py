@@ -192,6 +192,7 @@ def test_a_trainium_node_whose_neuron_monitor_goes_silent_is_a_warning(cluster):
     assert event.message == (
         "The Neuron monitor on ip-10-2-0-2.ec2.internal sent nothing while the cluster's other nodes did."
     )
+    assert event.get_kind_display() == "Accelerator exporter not reporting"  # a Trainium node has no GPU exporter
     assert not SupportCase.objects.exists()  # a warning: the board shows it, no case
     # It reports again: the warning is resolved.
     both = current + [({**labels, "instance_id": quiet.instance_id}, value) for labels, value in current]

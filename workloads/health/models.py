@@ -11,14 +11,16 @@ from workloads.clusters.models import Cluster, ClusterNode
 
 
 class HealthEvent(models.Model):
-    """A node-level fault (the cloud's node status) or a GPU's (DCGM exporter readings), open while the
-    condition holds and resolved when it clears. Written only by workloads.health.services / telemetry."""
+    """A node-level fault (the cloud's node status) or an accelerator's (DCGM exporter or Neuron monitor readings),
+    open while the condition holds and resolved when it clears. Written only by workloads.health.services /
+    telemetry."""
 
     class Kind(models.TextChoices):
         NODE_FAILURE = "node_failure", _("Node failure")
         NODE_NOT_FOUND = "node_not_found", _("Node not found")
         NODE_REPLACED = "node_replaced", _("Node replaced")
-        EXPORTER_SILENT = "exporter_silent", _("GPU exporter not reporting")
+        # The DCGM exporter of a GPU node or the Neuron monitor of a Trainium one (the message says which)
+        EXPORTER_SILENT = "exporter_silent", _("Accelerator exporter not reporting")
         # One per rule of workloads.health.dcgm (XID_RULES, METRIC_RULES).
         GPU_XID = "gpu_xid", _("GPU XID error")
         ECC_DBE_VOLATILE = "ecc_dbe_volatile", _("Double-bit ECC errors")
