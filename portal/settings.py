@@ -264,6 +264,7 @@ OIDC_RP_SCOPES = env("OIDC_SCOPES", "openid email profile groups")
 OIDC_RP_SIGN_ALGO = env("OIDC_SIGN_ALGORITHM", "RS256")  # an ID token signed otherwise is refused
 OIDC_USE_PKCE = True
 OIDC_USE_NONCE = True
+OIDC_STORE_ID_TOKEN = True  # kept in the session for the provider's sign-out (id_token_hint)
 OIDC_TIMEOUT = env_int("OIDC_TIMEOUT_SECONDS", 10)  # each call to the provider
 OIDC_CLOCK_SKEW_SECONDS = env_int("OIDC_CLOCK_SKEW_SECONDS", 60)  # leeway on the ID token's exp and iat
 # The claim listing a person's groups, and the groups that place people: "<prefix>:<org-slug>:<role>",

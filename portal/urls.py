@@ -1,5 +1,4 @@
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
@@ -11,6 +10,7 @@ from tenants.capacity.planning import api as planning_api
 from tenants.logins.views import LoginView
 from tenants.members import api as members_api
 from tenants.members import views as members_views
+from tenants.sso.views import SignOutView
 from tenants.tokens import api as tokens_api
 from workloads.clusters import api as clusters_api
 from workloads.health import api as health_api
@@ -49,7 +49,7 @@ router.register("rate-card", usage_api.RateCardViewSet, basename="rate-card")
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("login/", LoginView.as_view(), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("logout/", SignOutView.as_view(), name="logout"),  # and at the provider, for who signed in there
     path("", include("tenants.sso.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),

@@ -26,6 +26,7 @@ class ProviderMetadata:
     token_endpoint: str
     jwks_uri: str
     userinfo_endpoint: str | None
+    end_session_endpoint: str | None = None  # RP-Initiated Logout 1.0: signing out of the portal ends it there
 
 
 _cache: dict[str, tuple[float, ProviderMetadata]] = {}
@@ -51,6 +52,7 @@ def metadata() -> ProviderMetadata:
             token_endpoint=document["token_endpoint"],
             jwks_uri=document["jwks_uri"],
             userinfo_endpoint=document.get("userinfo_endpoint"),
+            end_session_endpoint=document.get("end_session_endpoint"),
         )
     except (requests.RequestException, ValueError, KeyError, TypeError) as error:
         logger.warning("OpenID provider discovery failed at %s: %s", url, error)

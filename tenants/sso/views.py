@@ -4,12 +4,15 @@ mozilla-django-oidc's views, and the page saying what went wrong when the sign-i
 from __future__ import annotations
 
 import logging
+from urllib.parse import urlencode
 
 import requests
 from django.conf import settings
+from django.contrib.auth.views import LogoutView
 from django.core.exceptions import SuspiciousOperation
-from django.http import Http404
+from django.http import Http404, HttpResponseRedirect
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.generic import View
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
@@ -143,3 +146,32 @@ class CallbackView(OIDCAuthenticationCallbackView):
         if is_locked_out(request):
             return refused(request, _("Too many failed logins from this address. Try again later."))
         return refused(request)
+
+
+class SignOutView(LogoutView):
+    """Signs out of the portal (every session's data dropped, as Django's), then, for someone who signed in with
+    the provider, sends them to its end-session endpoint (OpenID Connect RP-Initiated Logout) with the ID token as
+    the hint and the login page to come back to: on a shared machine, "Sign in with…" then asks who they are
+    again. A provider that does not say where, or does not answer, leaves them signed out of the portal alone."""
+
+    def post(self, request, *args, **kwargs):
+        id_token = request.session.get("oidc_id_token")
+        response = super().post(request, *args, **kwargs)
+        ending = end_session_url(request, id_token) if id_token and provider.enabled() else None
+        return HttpResponseRedirect(ending) if ending else response
+
+
+def end_session_url(request, id_token: str) -> str | None:
+    try:
+        endpoint = provider.metadata().end_session_endpoint
+    except provider.ProviderUnavailable:
+        logger.warning("Signed out of the portal only: the provider is not answering")
+        return None
+    if not endpoint:
+        return None
+    query = {
+        "id_token_hint": id_token,
+        "client_id": settings.OIDC_RP_CLIENT_ID,
+        "post_logout_redirect_uri": request.build_absolute_uri(reverse(settings.LOGOUT_REDIRECT_URL)),
+    }
+    return f"{endpoint}{'&' if '?' in endpoint else '?'}{urlencode(query)}"

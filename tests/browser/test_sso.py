@@ -72,15 +72,19 @@ def test_sign_in_places_the_person_and_the_next_sign_in_follows_their_groups(pag
     ]
     screenshot("sso-signed-in")
 
-    # The institution makes Alice an admin of Sakura and a member of Kitsune; she signs out and in again
-    # (the provider remembers her: no login page this time).
+    # The institution makes Alice an admin of Sakura and a member of Kitsune. She signs out: of the portal, then,
+    # confirming on the provider's page, of the provider (RP-Initiated Logout), which sends her back to the login
+    # page. The next sign-in asks her who she is again, and follows her groups.
     sso.account(
         "alice-0001", email="alice@uni.example", groups=["fmportal:sakura-lab:admin", "fmportal:kitsune-ai:member"]
     )
     page.locator("details.user-menu summary").click()
     page.get_by_role("button", name="Log out").click()
-    page.wait_for_url(f"{live_server.url}/login/")
-    page.get_by_role("link", name="Sign in with Test University").click()
+    page.wait_for_url(f"{sso.issuer}/session/end**")
+    screenshot("sso-sign-out-at-provider")
+    page.get_by_role("button", name="Yes, sign me out").click()
+    page.wait_for_url(f"{live_server.url}/login/**")
+    sign_in_at_provider(page, live_server, "alice-0001")  # its login page again
     page.wait_for_url(f"{live_server.url}/")
     assert page.get_by_role("link", name="Kitsune AI").count() >= 1
     roles = dict(Membership.objects.filter(user=user).values_list("organization__slug", "role"))

@@ -45,13 +45,25 @@ class OpenIdProvider:
         """idTokenTtl (seconds), tokenDelayMs, idTokenAudience; what is not given goes back to its default."""
         requests.put(f"{self.issuer}/__test__/config", json=config, timeout=5).raise_for_status()
 
+    def sign_out(self, end_session_url: str, browser) -> str:
+        """Confirm signing out on the provider's own page, as `browser`: where it then sends the person."""
+        page = browser.get(end_session_url, allow_redirects=False, timeout=10)
+        action = re.search(r'<form[^>]*action="([^"]+)"', page.text)
+        xsrf = re.search(r'name="xsrf" value="([^"]+)"', page.text)
+        assert page.status_code == 200 and action and xsrf, f"{page.status_code}: {page.text[:500]}"
+        done = browser.post(urljoin(end_session_url, action.group(1)), data={"xsrf": xsrf.group(1), "logout": "yes"},
+                            allow_redirects=False, timeout=10)  # fmt: skip
+        assert done.status_code in (302, 303), f"{done.status_code}: {done.text[:500]}"
+        return urljoin(end_session_url, done.headers["Location"])
+
     def stop(self) -> None:
         self.server.stop()
 
-    def answer(self, authorization_url: str, subject: str, redirect_uri: str) -> str:
-        """Log in as `subject` on the provider's own pages and consent, as a browser would: the URL the
-        provider sends the person back to (the portal's callback with code, state and iss)."""
-        browser = requests.Session()
+    def answer(self, authorization_url: str, subject: str, redirect_uri: str, browser=None) -> str:
+        """Log in as `subject` on the provider's own pages and consent, as a browser would (`browser`: a
+        requests.Session keeping the provider's cookies across calls; a new one by default): the URL the provider
+        sends the person back to (the portal's callback with code, state and iss)."""
+        browser = browser or requests.Session()
         url, method, data = authorization_url, "GET", None
         for _ in range(12):
             response = browser.request(method, url, data=data, allow_redirects=False, timeout=10)
@@ -74,9 +86,12 @@ class OpenIdProvider:
 
 @contextmanager
 def running_provider(*redirect_uris: str):
+    """The provider, its client allowed these callbacks and, after signing out, each one's site's login page."""
     require_node_provider()
     port = free_port()
+    logins = [urljoin(uri, "/login/") for uri in redirect_uris]
     env = {**os.environ, "PORT": str(port), "REDIRECT_URIS": ",".join(redirect_uris)}
+    env["POST_LOGOUT_REDIRECT_URIS"] = ",".join(logins)
     env.update(CLIENT_ID=CLIENT_ID, CLIENT_SECRET=CLIENT_SECRET)
     with tempfile.TemporaryDirectory(prefix="openid-provider-") as directory:
         server = start(

@@ -1,7 +1,8 @@
 // A real OpenID provider for the sign-in tests: panva's oidc-provider (OpenID certified), one confidential client
 // (the portal) that must use PKCE, RS256 ID tokens signed by a key made at start, and the accounts a test puts in.
 //
-//   PORT=0 REDIRECT_URIS=http://localhost:8081/oidc/callback/ node tests/sso/provider.js
+//   PORT=0 REDIRECT_URIS=http://localhost:8081/oidc/callback/ POST_LOGOUT_REDIRECT_URIS=http://localhost:8081/login/ \
+//     node tests/sso/provider.js
 //
 // Prints "listening <issuer>" once it serves discovery. Its login page is oidc-provider's own development form
 // (any password; the login typed is the account's subject). A test tells it what to do under /__test__/ (JSON):
@@ -20,6 +21,8 @@ const HOST = '127.0.0.1';
 const CLIENT_ID = process.env.CLIENT_ID || 'fmportal';
 const CLIENT_SECRET = process.env.CLIENT_SECRET || 'fmportal-test-secret';
 const REDIRECT_URIS = (process.env.REDIRECT_URIS || '').split(',').filter(Boolean);
+// Where the end-session endpoint may send someone signed out (RP-Initiated Logout): the portal's login page.
+const POST_LOGOUT_REDIRECT_URIS = (process.env.POST_LOGOUT_REDIRECT_URIS || '').split(',').filter(Boolean);
 
 const accounts = new Map();
 const defaults = { idTokenTtl: 600, tokenDelayMs: 0, idTokenAudience: null };
@@ -54,6 +57,7 @@ const provider = new Provider(issuer, {
       client_id: CLIENT_ID,
       client_secret: CLIENT_SECRET,
       redirect_uris: REDIRECT_URIS,
+      post_logout_redirect_uris: POST_LOGOUT_REDIRECT_URIS,
       grant_types: ['authorization_code'],
       response_types: ['code'],
       token_endpoint_auth_method: 'client_secret_post',

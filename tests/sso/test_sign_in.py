@@ -1,7 +1,10 @@
 """Sign-in with a real OpenID provider (tests/sso/provider.js): the portal's backend and views, driven with the
 provider's own answers. The browser walks the same flow in tests/browser/test_sso.py."""
 
+from urllib.parse import parse_qs, urljoin, urlsplit
+
 import pytest
+import requests
 from django.contrib.admin.models import LogEntry
 from django.contrib.auth import get_user_model
 
@@ -286,3 +289,65 @@ def test_an_existing_account_linked_in_admin_is_the_one_its_person_signs_in_to(c
     assert client.session["_auth_user_id"] == str(tenant.pk)
     assert Membership.objects.get(user=tenant).source == GrantSource.LOCAL
     assert OidcIdentity.objects.get(subject="tenant-at-uni").last_login is not None
+
+
+def test_signing_out_ends_the_session_at_the_provider_too(client, openid_provider, sakura):
+    """RP-Initiated Logout: signing out of the portal sends the person to the provider's end-session endpoint with
+    their ID token as the hint; once they confirm there, the provider's session is over too, and it sends them
+    back to the portal's login page. The next "Sign in with…" asks who they are again (on a shared machine, the
+    next person is not signed in as them)."""
+    openid_provider.account("jun", email="jun@uni.example", groups=["fmportal:sakura-lab:member"])
+    browser = requests.Session()  # the person's browser at the provider: its cookies are the provider's session
+    start = client.get("/oidc/authenticate/")
+    back = openid_provider.answer(start["Location"], "jun", REDIRECT_URI, browser=browser)
+    assert client.get(back.removeprefix("http://testserver")).status_code == 302
+    id_token = client.session["oidc_id_token"]
+    # Signed in at the provider: a second sign-in there asks for no login.
+    assert not asks_to_log_in(browser, client.get("/oidc/authenticate/")["Location"])
+
+    response = client.post("/logout/")
+    assert response.status_code == 302
+    ending = urlsplit(response["Location"])
+    assert f"{ending.scheme}://{ending.netloc}{ending.path}" == f"{openid_provider.issuer}/session/end"
+    assert parse_qs(ending.query) == {
+        "id_token_hint": [id_token],
+        "client_id": ["fmportal"],
+        "post_logout_redirect_uri": ["http://testserver/login/"],
+    }
+    assert client.get("/").status_code == 302 and "_auth_user_id" not in client.session  # out of the portal
+    assert openid_provider.sign_out(response["Location"], browser) == "http://testserver/login/"
+    # Out at the provider: signing in again asks for the login.
+    assert asks_to_log_in(browser, client.get("/oidc/authenticate/")["Location"])
+
+
+def asks_to_log_in(browser, url: str) -> bool:
+    """Whether the provider, followed from `url` as `browser` up to its first page or back to the portal, shows
+    its login form."""
+    for _ in range(10):
+        response = browser.get(url, allow_redirects=False, timeout=10)
+        location = response.headers.get("Location")
+        if not location:
+            return 'name="login"' in response.text
+        url = urljoin(url, location)
+        if url.startswith("http://testserver/"):
+            return False
+    raise AssertionError("the provider kept redirecting")
+
+
+def test_password_sign_out_and_a_silent_provider_leave_the_person_signed_out_of_the_portal(
+    client, openid_provider, sakura, settings
+):
+    """Someone who signed in with a password has no session at the provider: signing out goes to the login page.
+    Someone who signed in with the provider, when it does not answer, is signed out of the portal all the same."""
+    client.force_login(UserFactory(username="local"))  # a password session: no ID token in it
+    response = client.post("/logout/")
+    assert (response.status_code, response["Location"]) == (302, "/login/")
+
+    openid_provider.account("jun", email="jun@uni.example", groups=["fmportal:sakura-lab:member"])
+    sign_in(client, openid_provider, "jun")
+    assert "_auth_user_id" in client.session
+    settings.OIDC_ISSUER_URL = "http://127.0.0.1:9"  # nothing listens there
+    sso_provider.forget()
+    response = client.post("/logout/")
+    assert (response.status_code, response["Location"]) == (302, "/login/")
+    assert "_auth_user_id" not in client.session
