@@ -41,7 +41,6 @@ from workloads.usage.allocations import AllocationUse, allocation_use
 from workloads.usage.billed import (
     BilledCheck,
     SettledBilling,
-    billed_against_computed,
     billed_off,
     billed_settled_through,
     week_summaries_settled,
@@ -163,26 +162,19 @@ def week_glance(*, period: Period, week_rows, usage_rows, billed_rows, threshold
     )
     counts = top[0] if top else {}
     # Billed against computed over the settled days: from the week's summaries when they hold it as of `settled`
-    # (then counted with the rest below); otherwise the rows shown read one by one, the rest counted in SQL.
-    summarized = week_summaries_settled(period.first, settled)
+    # (counted with the rest above); otherwise every organization's from the daily rows, in one read of each side.
     checks: dict[int, BilledCheck] = {}
     billed_apart = 0
-    if summarized:
+    if week_summaries_settled(period.first, settled):
         checks = {
             row["organization_id"]: BilledCheck(row["billed"], row["billed_computed"], settled)
             for row in top
             if row["billed"] is not None
         }
+        billed_apart = counts.get("all_billed_off") or 0
     elif settled:
-        shown_ids = [row["organization_id"] for row in top]
-        found = billed_against_computed(
-            billed_rows=billed_rows.filter(organization_id__in=shown_ids),
-            usage_rows=rows.filter(organization_id__in=shown_ids),
-            first=period.first, through=settled,
-        )  # fmt: skip
-        checks = {org_id: BilledCheck(billed, computed, settled) for org_id, (billed, computed) in found.items()}
         every = SettledBilling(billed_rows=billed_rows, usage_rows=rows, first=period.first, through=settled)
-        billed_apart = every.off_count()
+        checks, billed_apart = every.checks, every.off_count()
     shown = [
         OrgWeek(
             row["organization_id"],
@@ -192,8 +184,6 @@ def week_glance(*, period: Period, week_rows, usage_rows, billed_rows, threshold
         )
         for row in top
     ]
-    if summarized:
-        billed_apart = counts.get("all_billed_off") or 0
     return WeekGlance(
         period=period,
         rows=shown,
