@@ -42,12 +42,13 @@ class BilledCheck:
         return self.gap is not None and abs(self.gap) > BILLED_TOLERANCE
 
 
-def billed_settled_through(period: Period) -> date | None:
+def billed_settled_through(period: Period, billed_cost=BilledCost) -> date | None:
     """The last day of the period Cost Explorer has settled: the latest day any organization was billed for
     (the billing fetch reads every linked account up to the same day, so one day holds for the program), capped
     at the period's end. None when no day of the period is billed yet. Comparing only up to this day keeps a lag
-    of Cost Explorer from reading as a gap; an account billed nothing on a settled day it ran is a real gap."""
-    latest = BilledCost.objects.filter(day__lte=period.last).order_by("-day").values_list("day", flat=True).first()
+    of Cost Explorer from reading as a gap; an account billed nothing on a settled day it ran is a real gap.
+    (`billed_cost`: a migration's historical model.)"""
+    latest = billed_cost.objects.filter(day__lte=period.last).order_by("-day").values_list("day", flat=True).first()
     if latest is None or latest < period.first:
         return None
     return latest

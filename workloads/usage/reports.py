@@ -293,7 +293,8 @@ def org_usage(
     sorted and cut there: ROW_SUMS of the period (from the weekly summaries when the period is whole weeks), the
     previous period's allocated and running time (the change), what Cost Explorer billed over the settled days
     (through `through`) and the running cost computed over them, and the flags "needing attention" orders by
-    (billed apart: `settled`'s, in SQL); ordered by attention (ATTENTION). All are aliases: a read computes
+    (billed apart: from the week's summaries in SQL, or the organizations `settled` found apart); ordered by
+    attention (ATTENTION). All are aliases: a read computes
     only the sums its order needs; with_figures selects them."""
     previous = period.previous()
     first = previous.first if previous else period.first
@@ -517,7 +518,7 @@ def program_report(
     through = billed_settled_through(period)
     threshold = program.idle_threshold if program else Decimal("0.5")
     # The billed check: a week's from its summaries when they hold it as of `through`; otherwise from the
-    # daily rows, grouped and compared in the database.
+    # daily rows, each side grouped per organization once (SettledBilling).
     summarized = period.whole_weeks and period.days == 7 and week_summaries_settled(period.first, through)
     settled = None
     billed_totals: tuple[int | None, int] = (None, 0)

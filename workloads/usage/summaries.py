@@ -19,8 +19,10 @@ from django.db.models import Sum
 from django.db.models.functions import TruncWeek
 
 from portal.periods import as_date, today, week_of
+from workloads.usage.billed import billed_against_computed, billed_settled_through
 from workloads.usage.definitions import RECENT_DAYS, ROW_SUMS, accelerator_sums
 from workloads.usage.models import BilledCost, PoolUsageDay, RecentPoolUse, SettledWeek, UsageDay, UsageWeek
+from workloads.usage.periods import Period
 
 LOCK_KEY = 0x75736167  # PostgreSQL advisory lock of the writers of daily rows ("usag")
 BATCH = 2_000
@@ -118,27 +120,15 @@ def write(
         if week in rows:
             rows[week][row.pop("organization_id")] = row
     for week, of_week in rows.items():
-        # The week's billed check as billed.billed_settled_through says it: through the latest day billed
-        latest = (
-            billed_cost.objects.filter(day__lte=week + timedelta(days=6))
-            .order_by("-day")
-            .values_list("day", flat=True)
-            .first()
-        )
-        if latest is None or latest < week:
-            latest = None
+        # The week's billed check, as the pages make it: through the week's settled day
+        latest = billed_settled_through(Period("week", week, week + timedelta(days=6)), billed_cost)
         if organization_ids is None:  # every organization's week summed as of this settled day
             settled_week.objects.update_or_create(week=week, defaults={"through": latest})
         if latest is None:
             continue
-        settled = {"day__gte": week, "day__lte": latest}
-        computed = (
-            daily_of_orgs.filter(**settled).values("organization_id").annotate(total=Sum("running_cost_micro_usd"))
-        )
-        computed = {row["organization_id"]: row["total"] for row in computed}
-        for found in billed.filter(**settled).values("organization_id").annotate(total=Sum("cost_micro_usd")):
-            org_id = found["organization_id"]
-            of_week.setdefault(org_id, {}).update(billed=found["total"], billed_computed=computed.get(org_id) or 0)
+        checks = billed_against_computed(billed_rows=billed, usage_rows=daily_of_orgs, first=week, through=latest)
+        for org_id, (billed_total, computed) in checks.items():
+            of_week.setdefault(org_id, {}).update(billed=billed_total, billed_computed=computed)
         for row in of_week.values():
             row["settled_through"] = latest
     usage_week.objects.bulk_create(
