@@ -294,8 +294,8 @@ def org_usage(
     previous period's allocated and running time (the change), what Cost Explorer billed over the settled days
     (through `through`) and the running cost computed over them, and the flags "needing attention" orders by
     (billed apart: from the week's summaries in SQL, or the organizations `settled` found apart); ordered by
-    attention (ATTENTION). All are aliases: a read computes
-    only the sums its order needs; with_figures selects them."""
+    attention (ATTENTION). All are aliases: a read computes only the sums its order needs; with_figures selects
+    them."""
     previous = period.previous()
     first = previous.first if previous else period.first
     nothing = Cast(Value(None), BigIntegerField())  # typed, so SQL can subtract it
