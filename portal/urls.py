@@ -18,6 +18,7 @@ from workloads.jobs import api as jobs_api
 from workloads.records import api as records_api
 from workloads.review import api as review_api
 from workloads.support import api as support_api
+from workloads.training import api as training_api
 from workloads.usage import api as usage_api
 from workloads.validation import api as validation_api
 
@@ -61,6 +62,8 @@ urlpatterns = [
         "api/v1/clusters/<int:pk>/health/ingest/", health_api.HealthIngestView.as_view(), name="cluster-health-ingest"
     ),
     path("api/v1/clusters/<int:pk>/nccl-tests/", validation_api.NcclIngestView.as_view(), name="cluster-nccl-tests"),
+    path("api/v1/clusters/<int:pk>/progress/", training_api.ClusterProgressView.as_view(), name="cluster-progress"),
+    path("api/v1/workloads/<int:pk>/progress/", training_api.WorkloadProgressView.as_view(), name="workload-progress"),
     path("api/v1/", include(router.urls)),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

@@ -1,7 +1,7 @@
 """Every model of the workloads app, for Django (which reads an app's models from here) and for admin.
 
 The models live with their capability — records/, support/, review/, clusters/, health/, jobs/,
-validation/, reporting/, usage/ — and keep the
+validation/, reporting/, usage/, training/ — and keep the
 `workloads` app label, so their tables and migrations are unchanged. Code inside the app imports a model from
 its own sub-package (`from workloads.clusters.models import Cluster`), never from here.
 """
@@ -44,6 +44,7 @@ from workloads.usage.models import (
     UsageRevision,
     UsageWeek,
 )
+from workloads.training.models import LogSource, ProgressHour, ProgressPoint, RunStart, TrainingRun
 from workloads.validation.models import NcclBaseline, NcclValidation
 
 __all__ = [
@@ -65,18 +66,23 @@ __all__ = [
     "ClusterUsageDay",
     "DigestSent",
     "HealthEvent",
+    "LogSource",
     "Job",
     "NcclBaseline",
     "NcclValidation",
     "NodeInterval",
     "OrgCloudSettings",
     "PoolUsageDay",
+    "ProgressHour",
+    "ProgressPoint",
     "PrometheusSource",
     "RateCardEntry",
     "ReporterToken",
     "ReviewMeeting",
+    "RunStart",
     "SettledWeek",
     "SupportCase",
+    "TrainingRun",
     "UsageDay",
     "UsageDirtyDay",
     "UsageRevision",

@@ -1,10 +1,11 @@
-"""Every page of the workloads app, one namespace per capability: records:, support:, review:, clusters:, usage:,
+"""Every page of the workloads app, one namespace per capability: records:, training:, support:, review:, clusters:, usage:,
 jobs:, health:, validation:, reporting:; the program's landing page (workloads.program) has none."""
 
 from django.urls import include, path
 
 urlpatterns = [
     path("", include("workloads.records.urls")),
+    path("", include("workloads.training.urls")),
     path("", include("workloads.support.urls")),
     path("", include("workloads.review.urls")),
     path("", include("workloads.clusters.urls")),

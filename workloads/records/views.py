@@ -26,6 +26,7 @@ from workloads.records.forms import WorkloadForm
 from workloads.records.models import MAX_PARALLEL_DEGREE, Workload
 from workloads.records.services import READ_ONLY, create_workload, update_workload
 from workloads.support.models import SupportCase
+from workloads.training.views import progress_context
 
 JOBS_SHOWN = 10
 PAGE_SIZE = 50
@@ -251,7 +252,7 @@ def workload_create(request, org_slug: str):
 
 def _visible_workload(request, pk: int) -> Workload:
     workloads = Workload.objects.visible_to(request.user).select_related(
-        "organization", "created_by", "allocation__pool__instance_type"
+        "organization", "created_by", "allocation__pool__instance_type", "allocation__request"
     )
     return get_object_or_404(workloads, pk=pk)
 
@@ -278,6 +279,7 @@ def workload_detail(request, pk: int):
             "fit": workload_fit(workload),
             "can_write": access.can_write_workloads,
             "can_open_case": access.can_write,
+            **progress_context(workload, can_write=access.can_write_workloads),
         },
     )
 

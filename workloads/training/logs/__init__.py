@@ -1,0 +1,68 @@
+"""Training logs read into progress points: which formats exist, which one a log is in, and one call to read it.
+
+`parse_log(text, format=None, options=None)` cleans each line (workloads.training.logs.base.clean_line), detects
+the format from the first progress line any format recognizes (or uses the one named), feeds every line to that
+format's parser, and returns a ParsedLog: points in log order (a line printed by several ranks is kept once),
+garbled progress lines as problems naming their line, and the count of other lines skipped.
+"""
+
+from __future__ import annotations
+
+from workloads.training.logs.base import LineParser, ParsedLog, Point, Problem, clean_line
+
+# name -> parser class, in detection order (the most specific first). Filled by each format module's import below.
+FORMATS: dict[str, type[LineParser]] = {}
+
+
+def register(parser: type[LineParser]) -> type[LineParser]:
+    FORMATS[parser.name] = parser
+    return parser
+
+
+def detect(lines: list[str]) -> type[LineParser] | None:
+    for line in lines:
+        for parser in FORMATS.values():
+            if parser.matches(line):
+                return parser
+    return None
+
+
+def parse_log(text: str, *, format: str | None = None, options: dict | None = None) -> ParsedLog:
+    lines = [clean_line(line) for line in text.splitlines()]
+    parser_class = FORMATS[format] if format else detect(lines)
+    if parser_class is None:
+        return ParsedLog(format=None, points=[], problems=[], other_lines=len(lines), settings={})
+    parser = parser_class(options)
+    points: list[Point] = []
+    problems: list[Problem] = []
+    other = 0
+    for number, line in enumerate(lines, start=1):
+        found = parser.feed(line, number)
+        if isinstance(found, Point):
+            if points and points[-1].iteration == found.iteration and _same(points[-1], found):
+                other += 1  # the same iteration printed by another rank
+                continue
+            points.append(found)
+        elif isinstance(found, Problem):
+            problems.append(found)
+        else:
+            other += 1
+    return ParsedLog(
+        format=parser.name,
+        points=points,
+        problems=problems,
+        other_lines=other,
+        settings=parser.settings,
+        summary=parser.summary,
+    )
+
+
+def _same(a: Point, b: Point) -> bool:
+    keys = ("loss", "consumed_samples", "tokens", "step_seconds")
+    return all(getattr(a, key) == getattr(b, key) for key in keys)
+
+
+__all__ = ["FORMATS", "LineParser", "ParsedLog", "Point", "Problem", "detect", "parse_log", "register"]
+
+# Each format module registers its parser; the order here is the detection order (the most specific first).
+from workloads.training.logs import megatron, nemo, torchtitan, deepspeed, neuron, hf_trainer  # noqa: E402, F401, I001
