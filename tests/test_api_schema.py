@@ -152,8 +152,10 @@ def test_the_documented_bounds_are_the_ones_validation_applies():
         assert (prop["minimum"], prop["maximum"]) == (1, ID_MAX), (component, field)
     assert components["WorkloadRequest"]["properties"]["organization"]["maxLength"] == 50
     assert components["CapacityRequestRequest"]["properties"]["instance_type"]["maxLength"] == 40
+    # Integer parameters are ids, bounded as ids; the few that count something say their own bounds.
+    counts = {("GET /api/v1/workloads/{id}/progress/", "points"): (0, 1000)}
     for label, operation in operations(schema):
         for parameter in operation.get("parameters", []):
             if parameter["schema"].get("type") == "integer":
                 bounds = (parameter["schema"].get("minimum"), parameter["schema"].get("maximum"))
-                assert bounds == (1, ID_MAX), (label, parameter["name"], bounds)
+                assert bounds == counts.get((label, parameter["name"]), (1, ID_MAX)), (label, parameter["name"], bounds)

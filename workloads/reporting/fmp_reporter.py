@@ -68,21 +68,6 @@ marks the reporter silent after 3 intervals without a report.
 
 sudo python3 /opt/fmp-reporter/fmp_reporter.py nccl nccl-2node.log --nodes 2
 
-6. Training progress: follow a job's log and send what is new (the portal reads Megatron-LM/Core,
-   Megatron-DeepSpeed, NeMo 2/Lightning, torchtitan, Hugging Face Trainer, DeepSpeed and AWS Neuron
-   logs as printed). Name the workload (its id on the portal) and the logs: paths or globs, a job
-   (its StdOut from scontrol), or a job name (every job of that name squeue lists, restarts included).
-   Where it stopped is kept in /var/lib/fmp-reporter (FMP_STATE_DIR), so each run sends only new lines.
-
-sudo install -d -o fmp-reporter -m 700 /var/lib/fmp-reporter
-sudo -u fmp-reporter python3 /opt/fmp-reporter/fmp_reporter.py progress --workload 12 --job-name llama-pretrain
-sudo -u fmp-reporter python3 /opt/fmp-reporter/fmp_reporter.py progress --workload 12 '/fsx/logs/llama-*.out'
-
-   To send it every 5 minutes with the rest, add to /etc/fmp-reporter/env (run then does it too):
-
-FMP_PROGRESS_WORKLOAD=12
-FMP_PROGRESS_JOB_NAME=llama-pretrain
-
 Settings come from the command line, else FMP_* environment variables, else /etc/fmp-reporter/env
 (another file: FMP_ENV_FILE). Exit status: 0 all sent; 1 refused by the portal (its message is
 printed); 2 the portal unreachable after retries, or a local problem (no sacct, unreadable token).
@@ -126,9 +111,6 @@ SLURM_BIN_DIRS = ("/opt/slurm/bin", "/usr/local/bin")
 ATTEMPTS = 3
 RETRY_BASE_SECONDS = 2.0  # waits 2 s, then 4 s; FMP_RETRY_BASE_SECONDS changes it (tests)
 PREVIEW_LINES = 5
-DEFAULT_STATE_DIR = "/var/lib/fmp-reporter"
-MAX_CHUNK_BYTES = 8 * 1024 * 1024  # a post; the portal takes up to 20 MB
-FORGET_AFTER_SECONDS = 7 * 86400  # a log read to its end and untouched this long is no longer followed
 
 # The columns the portal's parser reads, in its order (SACCT_FIELDS in the portal's workloads/jobs/sacct.py).
 SACCT_FIELDS = ("JobID", "JobName", "User", "Account", "Partition", "State", "Submit", "Start", "End",
@@ -193,27 +175,6 @@ def nccl_body(*, log: str, nodes: int | None = None, collective: str | None = No
     if collective:
         body["collective"] = collective
     return body
-
-
-def progress_body(*, workload: int, run: str, log: str, source: str, offset: int, ended_at: str, options=None) -> dict:
-    """A chunk of a training log: its bytes from `offset` in `source`, and when the file was last written."""
-    body = {"workload": workload, "run": run, "log": log, "source": source, "offset": offset, "ended_at": ended_at}
-    body.update({key: value for key, value in (options or {}).items() if value})
-    return body
-
-
-def new_lines(data: bytes) -> bytes:
-    """The complete lines of `data`: a last line still being written is left for the next run."""
-    end = data.rfind(b"\n")
-    return data[: end + 1] if end >= 0 else b""
-
-
-def stdout_path(scontrol: str) -> str | None:
-    """StdOut=... from `scontrol show job -o JOBID` (Slurm has expanded %j and the like in it)."""
-    for word in scontrol.split():
-        if word.startswith("StdOut="):
-            return word[len("StdOut=") :] or None
-    return None
 
 
 def node_addresses(sinfo: str) -> list[tuple[str, str]]:
@@ -509,119 +470,18 @@ def report_nccl(reporter: Reporter, *, logfile: str, nodes: int | None, collecti
     return 0
 
 
-def load_state(path: str) -> dict:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            state = json.load(handle)
-    except (OSError, ValueError):
-        return {}  # no state (a new node): the portal skips what it has read already
-    return state if isinstance(state, dict) else {}
-
-
-def save_state(path: str, state: dict) -> None:
-    """Written whole then renamed: a run killed mid-write leaves the previous state, never half a file."""
-    folder = os.path.dirname(path)
-    if folder:
-        os.makedirs(folder, exist_ok=True)
-    temporary = path + ".tmp"
-    with open(temporary, "w", encoding="utf-8") as handle:
-        json.dump(state, handle, indent=1, sort_keys=True)
-    os.replace(temporary, path)
-
-
-def job_logs(*, job: str | None, job_name: str | None, log=None) -> list[str]:
-    """The StdOut files of a job, or of every job of a name squeue lists (a restarted job is a new job id)."""
-    ids = [job] if job else []
-    if job_name:
-        ids += [line.strip() for line in run_slurm(["squeue", "-h", "-n", job_name, "-o", "%i"], log=log).splitlines()]
-    paths = []
-    for job_id in [i for i in ids if i]:
-        path = stdout_path(run_slurm(["scontrol", "show", "job", "-o", job_id], log=log))
-        if path and path not in paths:
-            paths.append(path)
-    return paths
-
-
-def report_progress(reporter: Reporter, args) -> int:
-    """Send the new complete lines of each followed log, chunk by chunk, keeping where each stopped."""
-    import glob as globbing
-
-    if not args.workload:
-        raise Unavailable("--workload (FMP_PROGRESS_WORKLOAD) is required: the workload's id on the portal")
-    state_file = os.path.join(args.state_dir, "progress-{}.json".format(args.workload))
-    state = load_state(state_file)
-    paths = []
-    for pattern in args.logs:
-        paths += sorted(globbing.glob(pattern)) or ([pattern] if not globbing.has_magic(pattern) else [])
-    paths += job_logs(job=args.job, job_name=args.job_name, log=reporter.log)
-    now = time.time()
-    for path, kept in list(state.items()):  # keep following what was followed: a finished job's last lines
-        if path not in paths and now - kept.get("mtime", 0) < FORGET_AFTER_SECONDS:
-            paths.append(path)
-    if not paths:
-        raise Unavailable("no log to follow: give paths or globs, --job or --job-name")
-    options = {"sequence_length": args.sequence_length, "format": args.log_format, "phase": args.phase}
-    sent = 0
-    for path in dict.fromkeys(paths):
-        try:
-            info = os.stat(path)
-        except OSError as error:
-            print("fmp-reporter: progress: {}: {}".format(path, error.strerror or error), file=sys.stderr)
-            continue
-        kept = state.get(path, {})
-        offset = kept.get("offset", 0)
-        if kept.get("inode") != info.st_ino or info.st_size < offset:
-            offset = 0  # a new file at this path (a new job, a rotated log): from its start
-        source = "{}#{}".format(path, info.st_ino)  # a file replaced at the same path is another source
-        ended_at = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(info.st_mtime))
-        with open(path, "rb") as handle:
-            while offset < info.st_size:
-                handle.seek(offset)
-                chunk = new_lines(handle.read(MAX_CHUNK_BYTES))
-                if not chunk:
-                    break  # no complete line yet (or one longer than a chunk: sent when it ends)
-                body = progress_body(
-                    workload=args.workload, run=args.run, log=chunk.decode("utf-8", "replace"), source=source,
-                    offset=offset, ended_at=ended_at, options=options,
-                )  # fmt: skip
-                answer = reporter.post("progress/", body)
-                offset += len(chunk)
-                if answer is None:
-                    continue  # a dry run: nothing kept
-                sent += 1
-                state[path] = {"inode": info.st_ino, "offset": offset, "mtime": info.st_mtime}
-                save_state(state_file, state)
-                counts = [answer.get(key, "?") for key in ("created", "computed_again", "restarts", "refused_lines")]
-                print("progress: {}: {} new iterations, {} computed again, {} restarts, {} lines refused".format(
-                    os.path.basename(path), *counts))  # fmt: skip
-                for problem in answer.get("problems") or []:
-                    print("fmp-reporter: progress: {}: {}".format(os.path.basename(path), problem), file=sys.stderr)
-        if path not in state and not reporter.args.dry_run:
-            state[path] = {"inode": info.st_ino, "offset": offset, "mtime": info.st_mtime}
-            save_state(state_file, state)
-    if not sent and not reporter.args.dry_run:
-        print("progress: nothing new")
-    return 0
-
-
 def run_command(reporter: Reporter, args) -> int:
+    if getattr(args, "handler", None):  # a command another script added (fmp_progress.py)
+        return args.handler(reporter, args)
     if args.command == "jobs":
         return report_jobs(reporter, since_days=args.since_days)
     if args.command == "dcgm":
         return report_dcgm(reporter, port=args.port)
     if args.command == "nccl":
         return report_nccl(reporter, logfile=args.logfile, nodes=args.nodes, collective=args.collective)
-    if args.command == "progress":
-        return report_progress(reporter, args)
     status = report_jobs(reporter, since_days=args.since_days)  # run: what cron or the timer calls
     if args.dcgm_port:
         status = max(status, report_dcgm(reporter, port=args.dcgm_port))
-    if args.workload:
-        try:
-            status = max(status, report_progress(reporter, args))
-        except Unavailable as error:  # the jobs went out: say what did not, and go on
-            print("fmp-reporter: progress: {}".format(error), file=sys.stderr)
-            status = max(status, error.exit_code)
     return status
 
 
@@ -654,7 +514,7 @@ def _positive_int(text) -> int:
     return value
 
 
-def build_parser(settings: dict[str, str]) -> argparse.ArgumentParser:
+def build_parser(settings: dict[str, str], extend=None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fmp_reporter.py",
         description="Report a Slurm cluster's jobs, nodes and GPU health to the FM Program Portal.",
@@ -690,39 +550,25 @@ def build_parser(settings: dict[str, str]) -> argparse.ArgumentParser:
     nccl.add_argument(
         "--collective", metavar="NAME", help="the test run (all_reduce, alltoall, ...) when the log does not say"
     )
-    progress = commands.add_parser("progress", help="send the new lines of a training job's log")
-    run = commands.add_parser(
-        "run", help="what cron or the timer calls: jobs, then dcgm if a port is set, then progress if a workload is"
-    )
+    run = commands.add_parser("run", help="what cron or the timer calls: jobs, then dcgm if a port is set")
     option(run, "--dcgm-port", "FMP_DCGM_PORT", metavar="PORT", type=_positive_int, help="also run dcgm, on this port")
-    for sub in (progress, run):
-        option(sub, "--workload", "FMP_PROGRESS_WORKLOAD", metavar="ID", type=_positive_int, help="the workload's id")
-        option(sub, "--run", "FMP_PROGRESS_RUN", "main", metavar="NAME", help="the run in the workload")
-        option(sub, "--job", "FMP_PROGRESS_JOB", metavar="JOBID", help="follow this Slurm job's StdOut")
-        option(sub, "--job-name", "FMP_PROGRESS_JOB_NAME", metavar="NAME", help="follow every job of this name")
-        option(sub, "--state-dir", "FMP_STATE_DIR", DEFAULT_STATE_DIR, metavar="PATH", help="where it stopped")
-        option(sub, "--sequence-length", "FMP_PROGRESS_SEQUENCE_LENGTH", metavar="N", type=_positive_int,
-               help="tokens per sample, when the log does not print it")  # fmt: skip
-        option(sub, "--format", "FMP_PROGRESS_FORMAT", metavar="NAME", dest="log_format",
-               help="the log format, when detection should not decide")  # fmt: skip
-        option(sub, "--phase", "FMP_PROGRESS_PHASE", metavar="PHASE", help="a new run's phase (pretraining, sft, ...)")
-    progress.add_argument("logs", metavar="LOG", nargs="*", help="log files or globs (quote them)")
-    run.set_defaults(logs=[])
     for sub in (jobs, run):
         sub.add_argument(
             "--since-days", metavar="N", type=_positive_int, default=DEFAULT_SINCE_DAYS, help="jobs of the last N days"
         )
     commands.add_parser("version", help="print the version")
+    if extend:
+        extend(commands, option)
     return parser
 
 
-def main(argv=None, *, opener=None, sleep=time.sleep) -> int:
+def main(argv=None, *, opener=None, sleep=time.sleep, extend=None) -> int:
     for stream in (sys.stdout, sys.stderr):  # a job name must not crash a run under a C locale
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="replace")
     settings = load_env_file(os.environ.get("FMP_ENV_FILE", ENV_FILE))
     settings.update((key, value) for key, value in os.environ.items() if key.startswith("FMP_"))
-    parser = build_parser(settings)
+    parser = build_parser(settings, extend)
     args = parser.parse_args(argv)
     if args.command == "version":
         print("fmp-reporter", VERSION)

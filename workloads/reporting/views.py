@@ -19,11 +19,12 @@ from django.views.decorators.http import require_GET, require_POST
 from portal.pages import render_page
 from tenants.access import get_org_access_or_404
 from workloads.clusters.models import Cluster
-from workloads.reporting import fmp_reporter, services
+from workloads.reporting import fmp_progress, fmp_reporter, services
 from workloads.reporting.forms import ReporterTokenForm
 from workloads.reporting.models import ReporterToken
 
 SCRIPT = Path(fmp_reporter.__file__)
+PROGRESS_SCRIPT = Path(fmp_progress.__file__)
 
 
 def _visible_cluster(request, pk: int) -> Cluster:
@@ -60,6 +61,9 @@ def reporter(request, pk: int):
         "tokens": tokens,
         "portal_url": settings.PORTAL_URL.rstrip("/"),
         "guide": install_guide(settings.PORTAL_URL.rstrip("/"), cluster.pk, language=cluster.organization.language),
+        "progress_guide": install_guide(
+            settings.PORTAL_URL.rstrip("/"), cluster.pk, language=cluster.organization.language, script=fmp_progress
+        ),
         "silent_after": cluster.report_interval_seconds * services.SILENT_AFTER_INTERVALS,
     }
     return render_page(request, "workloads/reporting/reporter.html", context, status=400 if form.errors else 200)
@@ -68,19 +72,19 @@ def reporter(request, pk: int):
 reporter.tenant_model = Cluster
 
 
-def guide_paragraphs() -> list[str]:
-    """The script's install guide (its docstring, without its summary and the paragraph about the examples), in
-    paragraphs. The prose ones are msgids of the workloads catalog: the script stays standard-library English."""
-    return fmp_reporter.__doc__.split("\n\n", 2)[2].split("\n\n")
+def guide_paragraphs(script=fmp_reporter) -> list[str]:
+    """A script's install guide (its docstring, without its summary and the paragraph after it), in paragraphs.
+    The prose ones are msgids of the workloads catalog: the script stays standard-library English."""
+    return script.__doc__.split("\n\n", 2)[2].split("\n\n")
 
 
-def install_guide(portal_url: str, cluster_id: int, *, language: str = "en") -> str:
+def install_guide(portal_url: str, cluster_id: int, *, language: str = "en", script=fmp_reporter) -> str:
     """The script's own install guide (its docstring) with this portal's address and this cluster's id in place
     of the examples, so the page and the script never say two different things; its prose in the organization's
     language (commands and files have no entry in the catalog, so they stay as they are)."""
     with translation.override(language or "en"):
         guide = "\n\n".join(
-            _(paragraph.rstrip("\n")) + paragraph[len(paragraph.rstrip("\n")) :] for paragraph in guide_paragraphs()
+            _(paragraph.rstrip("\n")) + paragraph[len(paragraph.rstrip("\n")) :] for paragraph in guide_paragraphs(script)
         )
     guide = guide.replace(fmp_reporter.EXAMPLE_PORTAL, portal_url)
     return guide.replace(f"FMP_CLUSTER_ID={fmp_reporter.EXAMPLE_CLUSTER}", f"FMP_CLUSTER_ID={cluster_id}").replace(
@@ -106,3 +110,11 @@ revoke.tenant_model = ReporterToken
 def script(request):
     """The head-node script (no secret in it): `curl -O <portal>/reporter/fmp_reporter.py` on the head node."""
     return FileResponse(SCRIPT.open("rb"), as_attachment=True, filename="fmp_reporter.py", content_type="text/x-python")
+
+
+@require_GET
+def progress_script(request):
+    """The training-log follower that runs beside it (no secret in it either)."""
+    return FileResponse(
+        PROGRESS_SCRIPT.open("rb"), as_attachment=True, filename="fmp_progress.py", content_type="text/x-python"
+    )

@@ -23,21 +23,22 @@ from workloads.records.models import Workload
 from workloads.reporting.ingest import ClusterIngestView
 from workloads.training import series as progress_series
 from workloads.training.figures import RunFigures, workload_progress
-from workloads.training.ingest import record_log, record_points
 from workloads.training.models import LogSource
-from workloads.training.serializers import OutcomeSerializer, ProgressLogSerializer, ProgressPostSerializer
-from workloads.training.services import require_progress_writer, run_for
+from workloads.training.serializers import ProgressLogSerializer, ProgressOutcomeSerializer, ProgressPostSerializer
+from workloads.training.services import post_progress, require_progress_writer
 
 
-def _run(workload: Workload, data: dict, *, actor, cluster=None):
-    return run_for(
+def _post(workload: Workload, data: dict, **fields):
+    """The post's run fields and the rest, to the one service."""
+    return post_progress(
         workload=workload,
-        name=data.get("run", "main"),
+        run=data.get("run", "main"),
         phase=data.get("phase"),
         sequence_length=data.get("sequence_length"),
         accelerators=data.get("accelerators"),
-        cluster=cluster,
-        actor=actor,
+        ended_at=data.get("ended_at"),
+        log_format=data.get("format"),
+        **fields,
     )
 
 
@@ -54,7 +55,7 @@ class ClusterProgressView(ClusterIngestView):
         "without a restart are refused one by one and named in `problems`, the rest kept. The workload must be of "
         "the cluster's organization: any other is a 404.",
         request={"application/json": ProgressLogSerializer, "text/plain": OpenApiTypes.STR},
-        responses={200: OutcomeSerializer},
+        responses={200: ProgressOutcomeSerializer},
     )
     def post(self, request, pk: int, format=None):
         return super().post(request, pk, format)
@@ -63,16 +64,15 @@ class ClusterProgressView(ClusterIngestView):
         workload = Workload.objects.for_org(cluster.organization).filter(pk=data["workload"]).first()
         if workload is None:
             raise exceptions.NotFound(_("No such workload."))
-        run = _run(workload, data, actor=actor, cluster=cluster)
-        kind = LogSource.Kind.REPORTER if actor is None else LogSource.Kind.UPLOAD
-        outcome = record_log(
-            run=run,
+        outcome = _post(
+            workload,
+            data,
+            cluster=cluster,
+            actor=actor,
             text=data["log"],
-            kind=kind,
+            kind=LogSource.Kind.REPORTER if actor is None else LogSource.Kind.UPLOAD,
             source=data.get("source") or "posted",
             offset=data.get("offset"),
-            ended_at=data.get("ended_at"),
-            log_format=data.get("format"),
         )
         return outcome.as_dict(), status.HTTP_200_OK
 
@@ -106,7 +106,10 @@ class RunSummarySerializer(serializers.Serializer):
     iterations = serializers.IntegerField(source="run.points", help_text="Iterations logged (first time).")
     restarts = serializers.IntegerField(source="run.restarts", help_text="Times the iteration went back.")
     lost_iterations = serializers.IntegerField(source="run.lost_iterations", help_text="Iterations computed again.")
-    skipped_iterations = serializers.IntegerField(source="run.skipped_iterations", help_text="Skipped iterations.")
+    skipped_iterations = serializers.IntegerField(
+        source="run.skipped_iterations",
+        help_text="Iterations the run skipped (loss scaling overflows, as the log counts them).",
+    )
     nan_iterations = serializers.IntegerField(source="run.nan_iterations", help_text="Iterations with a nan loss.")
     implausible_points = serializers.IntegerField(
         source="run.implausible_points", help_text="Iterations whose logged figures cannot be: never averaged."
@@ -203,7 +206,7 @@ class WorkloadProgressView(APIView):
         "reached counted as lost work. A nan is sent as null. Refused points (a negative step time, tokens going down "
         "without a restart) are named in `problems`; the others are kept.",
         request=ProgressPostSerializer,
-        responses={200: OutcomeSerializer},
+        responses={200: ProgressOutcomeSerializer},
     )
     def post(self, request, pk: int, format=None):
         require_writer(request.user)
@@ -213,19 +216,10 @@ class WorkloadProgressView(APIView):
         payload.is_valid(raise_exception=True)
         data = payload.validated_data
         try:
-            run = _run(workload, data, actor=request.user)
             if "points" in data:
-                points = payload.as_points(data["points"])
-                outcome = record_points(run=run, points=points, ended_at=data.get("ended_at"))
+                outcome = _post(workload, data, actor=request.user, points=payload.as_points(data["points"]))
             else:
-                outcome = record_log(
-                    run=run,
-                    text=data["log"],
-                    kind=LogSource.Kind.UPLOAD,
-                    source="api",
-                    ended_at=data.get("ended_at"),
-                    log_format=data.get("format"),
-                )
+                outcome = _post(workload, data, actor=request.user, text=data["log"], kind=LogSource.Kind.UPLOAD)
         except DjangoValidationError as error:
             raise exceptions.ValidationError(error.message_dict) from None
         return Response(outcome.as_dict())

@@ -180,7 +180,7 @@ class ProgressPostSerializer(RunFields):
         ]
 
 
-class OutcomeSerializer(serializers.Serializer):
+class ProgressOutcomeSerializer(serializers.Serializer):
     format = serializers.CharField(allow_null=True, help_text="The log format read; null for points.")
     lines = serializers.IntegerField(help_text="Lines of new text read.")
     points = serializers.IntegerField(help_text="Iterations found in the post.")

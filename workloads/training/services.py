@@ -8,6 +8,8 @@ saying otherwise is refused, since every token count of the run was computed wit
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
@@ -16,7 +18,9 @@ from tenants.access import get_org_access_or_404
 from workloads.clusters.models import Cluster
 from workloads.records.models import Workload
 from workloads.records.services import READ_ONLY
-from workloads.training.models import RUN_NAME, TrainingRun
+from workloads.training.ingest import Outcome, record_log, record_points
+from workloads.training.logs import Point
+from workloads.training.models import RUN_NAME, LogSource, TrainingRun
 
 DEFAULT_RUN = "main"
 
@@ -91,3 +95,34 @@ def run_for(
         run.save(update_fields=changed)
     run.workload = workload
     return run
+
+
+@transaction.atomic
+def post_progress(
+    *,
+    workload: Workload,
+    run: str = DEFAULT_RUN,
+    phase: str | None = None,
+    sequence_length: int | None = None,
+    accelerators: int | None = None,
+    cluster: Cluster | None = None,
+    actor=None,
+    text: str | None = None,
+    points: list[Point] | None = None,
+    kind: str = LogSource.Kind.UPLOAD,
+    source: str = "api",
+    offset: int | None = None,
+    ended_at: datetime | None = None,
+    log_format: str | None = None,
+) -> Outcome:
+    """One post of progress (a log's text, or points) to a run, started if new; refused whole (the run too) when
+    the run's settings or the log's times say no."""
+    found = run_for(
+        workload=workload, name=run, phase=phase, sequence_length=sequence_length, accelerators=accelerators,
+        cluster=cluster, actor=actor,
+    )  # fmt: skip
+    if points is not None:
+        return record_points(run=found, points=points, ended_at=ended_at)
+    return record_log(
+        run=found, text=text or "", kind=kind, source=source, offset=offset, ended_at=ended_at, log_format=log_format
+    )

@@ -19,10 +19,9 @@ from workloads.training import charts
 from workloads.training.figures import expected_mfu, workload_progress
 from workloads.training.forms import LogUploadForm
 from workloads.training.goodput import week_goodput
-from workloads.training.ingest import record_log
 from workloads.training.models import LogSource, ProgressHour, TrainingRun
 from workloads.training.series import run_series
-from workloads.training.services import require_progress_writer, run_for
+from workloads.training.services import post_progress, require_progress_writer
 
 
 def progress_context(workload: Workload, *, can_write: bool) -> dict:
@@ -73,20 +72,16 @@ def log_upload(request, pk: int):
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            run = run_for(
+            outcome = post_progress(
                 workload=workload,
-                name=data["run"],
+                run=data["run"],
                 phase=data["phase"] or None,
                 sequence_length=data["sequence_length"],
                 accelerators=data["accelerators"],
                 actor=request.user,
-            )
-            upload = request.FILES["log"]
-            outcome = record_log(
-                run=run,
                 text=data["log"],
                 kind=LogSource.Kind.UPLOAD,
-                source=upload.name or "upload",
+                source=request.FILES["log"].name or "upload",
                 ended_at=data["ended_at"],
                 log_format=data["format"] or None,
             )

@@ -1,29 +1,25 @@
 """Training logs read into progress points: which formats exist, which one a log is in, and one call to read it.
 
-`parse_log(text, format=None, options=None)` cleans each line (workloads.training.logs.base.clean_line), detects
-the format from the first progress line any format recognizes (or uses the one named), feeds every line to that
-format's parser, and returns a ParsedLog: points in log order (a line printed by several ranks is kept once),
+`parse_log(text, format=None, options=None)` cleans each line (workloads.training.logs.base.clean_line), takes
+the format named or detects it (the most specific one with a progress line among the first lines), feeds every line
+to that format's parser, and returns a ParsedLog: points in log order (a line printed by several ranks is kept once),
 garbled progress lines as problems naming their line, and the count of other lines skipped.
 """
 
 from __future__ import annotations
 
-from workloads.training.logs.base import LineParser, ParsedLog, Point, Problem, clean_line
+from workloads.training.logs.base import FORMATS, LineParser, ParsedLog, Point, Problem, clean_line, register
 
-# name -> parser class, in detection order (the most specific first). Filled by each format module's import below.
-FORMATS: dict[str, type[LineParser]] = {}
-
-
-def register(parser: type[LineParser]) -> type[LineParser]:
-    FORMATS[parser.name] = parser
-    return parser
+DETECT_LINES = 5_000
 
 
 def detect(lines: list[str]) -> type[LineParser] | None:
-    for line in lines:
-        for parser in FORMATS.values():
-            if parser.matches(line):
-                return parser
+    """The first format, in FORMATS' order (the most specific first), with a progress line among the first
+    DETECT_LINES: a Megatron-DeepSpeed log also prints DeepSpeed's own `step=` lines, and is Megatron's."""
+    window = lines[:DETECT_LINES]
+    for parser in FORMATS.values():
+        if any(parser.matches(line) for line in window):
+            return parser
     return None
 
 

@@ -113,3 +113,13 @@ class LineParser:
 
     def feed(self, line: str, number: int) -> Point | Problem | None:
         raise NotImplementedError
+
+
+# name -> parser class, in detection order (the most specific first): each format module registers its parser, and
+# workloads.training.logs imports them in that order.
+FORMATS: dict[str, type[LineParser]] = {}
+
+
+def register(parser: type[LineParser]) -> type[LineParser]:
+    FORMATS[parser.name] = parser
+    return parser
