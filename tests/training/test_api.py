@@ -57,9 +57,8 @@ def test_the_reporter_posts_plain_text_with_its_fields_in_the_query(reporter, cl
 
 def test_a_reporter_token_reaches_only_its_own_organizations_workloads(reporter, cluster, other_org):
     foreign = WorkloadFactory(organization=other_org)
-    answer = reporter.post(
-        f"/api/v1/clusters/{cluster.pk}/progress/", chunk(foreign, megatron_lines(1, 3)), format="json"
-    )
+    url = f"/api/v1/clusters/{cluster.pk}/progress/"
+    answer = reporter.post(url, chunk(foreign, megatron_lines(1, 3)), format="json")
     assert answer.status_code == 404
     missing = reporter.post(url, {**chunk(foreign, "x\n"), "workload": 999_999}, format="json")
     assert missing.status_code == 404 and missing.json() == answer.json()  # foreign and made-up read the same
