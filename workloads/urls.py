@@ -1,5 +1,5 @@
-"""Every page of the workloads app, one namespace per capability: records:, training:, support:, review:, clusters:, usage:,
-jobs:, health:, validation:, reporting:; the program's landing page (workloads.program) has none."""
+"""Every page of the workloads app, one namespace per capability: records:, training:, support:, review:, clusters:,
+usage:, jobs:, health:, validation:, reporting:; the program's landing page (workloads.program) has none."""
 
 from django.urls import include, path
 

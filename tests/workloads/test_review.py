@@ -137,7 +137,14 @@ def test_the_weeks_figures_per_org(week, org, other_org, manager):
     )
 
     assert gamma.is_quiet and not gamma.workloads  # its edit was in W09
-    assert review.totals == {"open_cases": 5, "stale_cases": 2, "opened": 2, "resolved": 1, "workloads": 2}
+    assert review.totals == {
+        "open_cases": 5,
+        "stale_cases": 2,
+        "opened": 2,
+        "resolved": 1,
+        "workloads": 2,
+        "at_risk": 0,
+    }
 
 
 def test_a_case_resolved_and_reopened_in_the_week_is_open_not_resolved(org, member, lead, manager):

@@ -1,7 +1,8 @@
 """The program's week at a glance (the landing page, `/program/`): for the last closed week and this week so far,
 utilization and cost by organization with the ones needing attention first, over-allocation, billed gaps on
-settled days, open S1/S2 cases, incidents, silent reporters, allocations ending or projected to end under-used,
-and requests waiting for review.
+settled days, MFU and goodput of each organization's training, training that will miss its plan, open S1/S2
+cases, incidents, silent reporters, allocations ending or projected to end under-used, and requests waiting for
+review.
 
 Every part is a fixed number of queries whatever the number of organizations, allocations or days: sums are
 grouped in the database, lists are cut to a few rows with a count of the rest.
@@ -37,6 +38,8 @@ from tenants.models import Allocation, CapacityRequest, Organization, Program
 from workloads.clusters.models import Cluster
 from workloads.health.models import HealthEvent
 from workloads.support.models import SupportCase
+from workloads.training.models import TrainingRun
+from workloads.training.program import AtRisk, OrgTraining, organizations_week, training_at_risk
 from workloads.usage.allocations import AllocationUse, allocation_use
 from workloads.usage.billed import (
     BilledCheck,
@@ -94,6 +97,7 @@ class OrgWeek(IdleAndOver):
     billed: BilledCheck | None = None
     idle: bool = False
     organization: Organization | None = None
+    training: OrgTraining | None = None  # MFU and goodput of its runs in the week (workloads.training.program)
 
 
 @dataclass
@@ -196,6 +200,14 @@ def week_glance(*, period: Period, week_rows, usage_rows, billed_rows, threshold
     )
 
 
+def add_training(weeks: list[WeekGlance], *, as_of) -> None:
+    """Each shown organization's MFU and goodput in its week: a fixed number of reads per week."""
+    for week in weeks:
+        training = organizations_week([row.organization_id for row in week.rows], week=week.period.first, now=as_of)
+        for row in week.rows:
+            row.training = training.get(row.organization_id)
+
+
 def name_rows(weeks: list[WeekGlance], organizations) -> None:
     """Put the organization on the rows shown, in one query for every week."""
     ids = {row.organization_id for week in weeks for row in week.rows}
@@ -238,6 +250,11 @@ class Glance:
     underused: list[AllocationUse] = field(default_factory=list)
     requests: Listing = field(default_factory=lambda: Listing([], 0))
     threshold: Decimal = Decimal("0.5")
+    at_risk: list[AtRisk] = field(default_factory=list)  # training that will not reach its plan in time
+
+    @property
+    def at_risk_shown(self) -> list[AtRisk]:
+        return self.at_risk[:LISTED]
 
 
 def underused_allocations(allocations, recent_rows, *, today: date, threshold: Decimal, as_of) -> list[AllocationUse]:
@@ -276,6 +293,7 @@ def glance(*, user, program: Program | None, weeks: list[Period], today: date, a
         for p in weeks
     ]
     name_rows(week_glances, visible_organizations(user))
+    add_training(week_glances, as_of=as_of)
     cases = (
         SupportCase.objects.visible_to(user)
         .filter(status__in=SupportCase.ACTIVE_STATUSES, severity__in=[SupportCase.Severity.S1, SupportCase.Severity.S2])
@@ -316,4 +334,5 @@ def glance(*, user, program: Program | None, weeks: list[Period], today: date, a
         ),
         requests=listing(requests),
         threshold=threshold,
+        at_risk=training_at_risk(TrainingRun.objects.visible_to(user), now=as_of),
     )

@@ -84,7 +84,8 @@ def install_guide(portal_url: str, cluster_id: int, *, language: str = "en", scr
     language (commands and files have no entry in the catalog, so they stay as they are)."""
     with translation.override(language or "en"):
         guide = "\n\n".join(
-            _(paragraph.rstrip("\n")) + paragraph[len(paragraph.rstrip("\n")) :] for paragraph in guide_paragraphs(script)
+            _(paragraph.rstrip("\n")) + paragraph[len(paragraph.rstrip("\n")) :]
+            for paragraph in guide_paragraphs(script)
         )
     guide = guide.replace(fmp_reporter.EXAMPLE_PORTAL, portal_url)
     return guide.replace(f"FMP_CLUSTER_ID={fmp_reporter.EXAMPLE_CLUSTER}", f"FMP_CLUSTER_ID={cluster_id}").replace(

@@ -19,6 +19,8 @@ from tenants.models import Organization, Program
 from workloads.records.models import Workload, WorkloadChange
 from workloads.review.models import ActionItem, ReviewMeeting
 from workloads.support.models import CaseEvent, SupportCase
+from workloads.training.models import TrainingRun
+from workloads.training.program import AtRisk, OrgTraining, organizations_week, training_at_risk
 from workloads.usage.models import UsageDay
 from workloads.usage.reports import Figures, summed
 
@@ -47,6 +49,8 @@ class OrgWeek:
     usage: Figures = field(default_factory=Figures)  # the week's allocated and running instance-time
     usage_before: Figures = field(default_factory=Figures)  # the week before, to compare
     idle: bool = False
+    training: OrgTraining = field(default_factory=OrgTraining)  # MFU and goodput of its runs in the week
+    at_risk: list[AtRisk] = field(default_factory=list)  # its training projected to miss its plan
 
     @property
     def utilization_change(self):
@@ -56,7 +60,7 @@ class OrgWeek:
     @property
     def counts(self) -> dict[str, int]:
         """The table's counts, as numbers to sort by (workloads/review/tables.py)."""
-        names = ("open_cases", "stale_cases", "opened", "resolved", "workloads")
+        names = ("open_cases", "stale_cases", "opened", "resolved", "workloads", "at_risk")
         return {**{name: len(getattr(self, name)) for name in names}, "action_items": len(self.open_action_items)}
 
     @property
@@ -65,7 +69,8 @@ class OrgWeek:
 
     @property
     def is_quiet(self) -> bool:
-        return not (self.open_cases or self.opened or self.resolved or self.workloads or self.action_items)
+        return not (self.open_cases or self.opened or self.resolved or self.workloads or self.action_items
+                    or self.at_risk)  # fmt: skip
 
 
 @dataclass
@@ -100,7 +105,8 @@ class WeekReview:
 
     @property
     def totals(self) -> dict[str, int]:
-        return {name: self.total(name) for name in ("open_cases", "stale_cases", "opened", "resolved", "workloads")}
+        names = ("open_cases", "stale_cases", "opened", "resolved", "workloads", "at_risk")
+        return {name: self.total(name) for name in names}
 
 
 def _history_before(moment: datetime) -> QuerySet[CaseEvent]:
@@ -205,6 +211,13 @@ def build_week(*, week_start: date, organizations: QuerySet[Organization]) -> We
         row.usage_before = last_week.get((org_id,), Figures())
         ratio = row.usage.utilization
         row.idle = threshold is not None and ratio is not None and ratio < threshold
+
+    # Training: MFU and goodput in the week, and what is projected to miss its plan as of the week's end.
+    training = organizations_week(rows, week=week_start, now=as_of)
+    for item in training_at_risk(TrainingRun.objects.filter(organization__in=organizations), now=as_of):
+        rows[item.workload.organization_id].at_risk.append(item)
+    for org_id, row in rows.items():
+        row.training = training.get(org_id) or OrgTraining()
 
     return WeekReview(
         week_start=week_start,

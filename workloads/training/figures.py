@@ -160,21 +160,13 @@ def run_figures(runs: list[TrainingRun], *, now: datetime | None = None) -> dict
             tflops_count=Sum("tflops_logged_count"),
         )
     }
-    recent = {
-        row["run"]: row["gained"]
-        for row in ProgressHour.objects.filter(run__in=ids, hour__gte=now - RECENT)
-        .values("run")
-        .annotate(gained=Sum("new_tokens"))
-    }
+    rates = recent_rates(runs, now=now)
     figures = {}
     for run in runs:
         sums = totals.get(run.pk, {})
         accelerators, peak, parameters = accelerators_of(run), peak_tflops_of(run), parameters_of(run)
         productive = sums.get("productive") or 0.0
         rate = (sums.get("new_tokens") or 0) / productive if productive else None
-        span = min(RECENT, now - run.first_point_at) if run.first_point_at else None
-        gained = recent.get(run.pk) or 0
-        recent_rate = gained / span.total_seconds() if span and span.total_seconds() > 0 else None
         computed = None
         if rate and accelerators and parameters:
             computed = model_tflops(parameters=parameters, tokens_per_second=rate, accelerators=accelerators)
@@ -186,7 +178,7 @@ def run_figures(runs: list[TrainingRun], *, now: datetime | None = None) -> dict
             accelerators=accelerators,
             peak_tflops=peak,
             tokens_per_second=rate,
-            recent_tokens_per_second=recent_rate,
+            recent_tokens_per_second=rates.get(run.pk),
             mfu=None,
             computed_tflops=computed,
             logged_tflops=(sums["tflops_sum"] / count) if count else None,
@@ -196,6 +188,37 @@ def run_figures(runs: list[TrainingRun], *, now: datetime | None = None) -> dict
         )
         item.mfu = item.mfu_at(rate)
     return figures
+
+
+def recent_rates(runs: list[TrainingRun], *, now: datetime) -> dict[int, float | None]:
+    """Each run's tokens gained in the last 7 days ÷ 7 days of wall time (or its age, when younger): one read."""
+    gained = dict(
+        ProgressHour.objects.filter(run__in=[run.pk for run in runs], hour__gte=now - RECENT)
+        .values("run")
+        .annotate(gained=Sum("new_tokens"))
+        .values_list("run", "gained")
+    )
+    rates = {}
+    for run in runs:
+        span = min(RECENT, now - run.first_point_at) if run.first_point_at else None
+        seconds = span.total_seconds() if span else 0
+        rates[run.pk] = (gained.get(run.pk) or 0) / seconds if seconds > 0 else None
+    return rates
+
+
+def workload_finish(workload, *, tokens: int, rate: float | None, now: datetime) -> Finish | None:
+    """When the workload's planned tokens are reached at `rate` (its runs' recent rates summed); None without a
+    plan."""
+    if not workload.target_tokens:
+        return None
+    allocation = workload.allocation
+    return finish(
+        remaining=workload.target_tokens - tokens,
+        rate=rate,
+        now=now,
+        ends=allocation_end(workload),
+        instances=allocation.instance_count if allocation else None,
+    )
 
 
 def allocation_end(workload) -> datetime | None:
@@ -229,16 +252,8 @@ def workload_progress(workload, *, now: datetime | None = None) -> WorkloadProgr
     figures = run_figures(runs, now=now)
     progress = WorkloadProgress(runs=[figures[run.pk] for run in runs], planned_tokens=workload.target_tokens)
     progress.tokens = sum(item.tokens for item in progress.runs)
-    if progress.planned_tokens:
-        rate = sum(item.recent_tokens_per_second or 0 for item in progress.runs)
-        allocation = workload.allocation
-        progress.finish = finish(
-            remaining=progress.planned_tokens - progress.tokens,
-            rate=rate,
-            now=now,
-            ends=allocation_end(workload),
-            instances=allocation.instance_count if allocation else None,
-        )
+    rate = sum(item.recent_tokens_per_second or 0 for item in progress.runs)
+    progress.finish = workload_finish(workload, tokens=progress.tokens, rate=rate, now=now)
     return progress
 
 

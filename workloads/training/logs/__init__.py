@@ -24,15 +24,25 @@ def detect(lines: list[str]) -> type[LineParser] | None:
 
 
 def parse_log(text: str, *, format: str | None = None, options: dict | None = None) -> ParsedLog:
-    lines = [clean_line(line) for line in text.splitlines()]
-    parser_class = FORMATS[format] if format else detect(lines)
+    # Lines are numbered as an editor numbers them (at "\n"), so a problem names the line a person finds; a progress
+    # bar redrawn with "\r" in a file is one such line holding every redraw, each fed with that line's number.
+    raw = text.split("\n")
+    if raw and raw[-1] == "":
+        raw.pop()
+    entries: list[tuple[int, str]] = []
+    for number, line in enumerate(raw, start=1):
+        if "\r" in line.rstrip("\r"):
+            entries.extend((number, clean_line(piece)) for piece in line.split("\r") if piece.strip())
+        else:
+            entries.append((number, clean_line(line)))
+    parser_class = FORMATS[format] if format else detect([line for _number, line in entries[:DETECT_LINES]])
     if parser_class is None:
-        return ParsedLog(format=None, points=[], problems=[], other_lines=len(lines), settings={})
+        return ParsedLog(format=None, points=[], problems=[], other_lines=len(raw), settings={})
     parser = parser_class(options)
     points: list[Point] = []
     problems: list[Problem] = []
     other = 0
-    for number, line in enumerate(lines, start=1):
+    for number, line in entries:
         found = parser.feed(line, number)
         if isinstance(found, Point):
             if points and points[-1].iteration == found.iteration and _same(points[-1], found):
