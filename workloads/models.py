@@ -31,6 +31,7 @@ from workloads.records.models import (
 from workloads.reporting.models import ReporterToken
 from workloads.review.models import ActionItem, ReviewMeeting
 from workloads.support.models import CaseEvent, SupportCase
+from workloads.training.models import LogSource, ProgressHour, ProgressPoint, RunStart, TrainingRun
 from workloads.usage.models import (
     BilledCost,
     ClusterUsageDay,
@@ -44,7 +45,6 @@ from workloads.usage.models import (
     UsageRevision,
     UsageWeek,
 )
-from workloads.training.models import LogSource, ProgressHour, ProgressPoint, RunStart, TrainingRun
 from workloads.validation.models import NcclBaseline, NcclValidation
 
 __all__ = [

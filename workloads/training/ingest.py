@@ -5,6 +5,7 @@ One entry, `record_progress`, under the run's row lock:
 1. **What is new.** A reporter chunk carries its log's byte offset: text before the source's `next_offset` was read
    already and is skipped, so a chunk sent twice changes nothing, and every point in new text is new work. An
    upload or a script's post carries no offset: a point equal to the one kept for its iteration is a duplicate.
+   A point that carries its own time (a log that prints times, a script's `time`) is a duplicate only at that time.
 2. **Restarts.** An iteration at or below the last one, in new work, is the job resuming from a checkpoint: a
    RunStart is recorded, and the iterations up to the highest ever reached are computed again — lost work.
 3. **Times.** A point's time is the log's own when it prints one; otherwise counted back from the time the chunk's
@@ -167,6 +168,7 @@ def _record(run: TrainingRun, parsed: ParsedLog, *, new_text: bool, ended_at: da
         run.save()
         return outcome
     facts = _Run(run, parsed)
+    own_time = {id(point) for point in parsed.points if point.at is not None}  # printed or posted, not counted back
     points = _timed(parsed.points, ended_at or timezone.now())
     existing = {}
     if not new_text and run.high_iteration is not None:
@@ -176,7 +178,7 @@ def _record(run: TrainingRun, parsed: ParsedLog, *, new_text: bool, ended_at: da
                 row["iteration"]: row
                 for row in ProgressPoint.objects.filter(
                     run=run, iteration__gte=low, iteration__lte=run.high_iteration
-                ).values("iteration", *POINT_FIELDS)
+                ).values("iteration", "at", *POINT_FIELDS)
             }
     rows: list[ProgressPoint] = []
     starts: list[RunStart] = []
@@ -189,7 +191,7 @@ def _record(run: TrainingRun, parsed: ParsedLog, *, new_text: bool, ended_at: da
         if problem:
             outcome.problems.append(problem)
             continue
-        if existing and point.iteration in existing and _same(existing[point.iteration], row):
+        if existing and point.iteration in existing and _same(existing[point.iteration], row, id(point) in own_time):
             outcome.unchanged += 1
             continue
         span = max(point.iterations_in_interval, 1)
@@ -361,7 +363,11 @@ def _rate(row: ProgressPoint, facts: _Run, span: int, tokens_before: int | None)
             row.implausible = row.rate_implausible = True  # faster than the hardware: the step time is wrong
 
 
-def _same(kept: dict, row: ProgressPoint) -> bool:
+def _same(kept: dict, row: ProgressPoint, timed: bool) -> bool:
+    """The point kept for this iteration, sent again: the same values (and the same time, when the point carries its
+    own: an iteration computed again after a restart ends later, even when its values repeat exactly)."""
+    if timed and kept["at"] != row.at:
+        return False
     return all(kept[name] == getattr(row, name) for name in POINT_FIELDS if name != "tokens_per_second")
 
 

@@ -1,6 +1,7 @@
 """Training across organizations, for the program's pages (the landing page, the weekly review, an organization's
-page, the digest): each organization's MFU and goodput in a week, and the workloads whose plan the recent rate will
-not reach before their allocation ends. Both read in a bounded number of queries whatever the number of runs.
+page, the digest): each organization's MFU and goodput in a week, the workloads whose plan the recent rate will
+not reach before their allocation ends, and an organization's workloads with their progress. Each reads in a bounded
+number of queries whatever the number of runs.
 
 An organization's MFU in a week is the model FLOPs its runs computed over the peak FLOPs of their accelerators while
 training (Σ 6 · N · tokens ÷ Σ accelerators × peak × productive seconds): runs weighted by the compute they held.
@@ -17,7 +18,7 @@ from datetime import date, datetime, timedelta
 from django.db.models import Sum
 from django.utils import timezone
 
-from portal.periods import day_start
+from portal.periods import day_start, this_week
 from tenants.capacity.estimate import FLOPS_PER_PARAMETER_TOKEN
 from workloads.records.models import Workload
 from workloads.training.figures import (
@@ -26,6 +27,7 @@ from workloads.training.figures import (
     parameters_of,
     peak_tflops_of,
     recent_rates,
+    run_figures,
     workload_finish,
 )
 from workloads.training.goodput import Goodput, organization_goodput, week_goodput
@@ -125,3 +127,46 @@ def _behind(item: AtRisk) -> tuple:
     if finish.on is None:
         return (0, 0.0)
     return (1, -(finish.on - finish.allocation_ends).total_seconds())
+
+
+@dataclass
+class WorkloadTraining:
+    """One workload's training as an organization's page lists it."""
+
+    workload: Workload
+    tokens: int
+    finish: Finish | None
+    mfu: float | None  # its run trained last
+    goodput: Goodput
+
+    @property
+    def fraction(self) -> float | None:
+        return self.tokens / self.workload.target_tokens if self.workload.target_tokens else None
+
+
+def organization_training(organization, *, now: datetime | None = None) -> list[WorkloadTraining]:
+    """Each workload of the organization that reports progress: tokens against plan, finish date, MFU of its latest
+    run, goodput this week. A fixed number of reads, whatever the number of workloads and runs."""
+    now = now or timezone.now()
+    runs = _runs(TrainingRun.objects.for_org(organization).order_by("workload__name", "created_at"))
+    figures = run_figures(runs, now=now)
+    goodputs = week_goodput({run.workload_id: run.workload for run in runs}.values(), week=this_week(), now=now)
+    by_workload: dict[int, list] = defaultdict(list)
+    for run in runs:
+        by_workload[run.workload_id].append(figures[run.pk])
+    rows = []
+    for items in by_workload.values():
+        workload = items[0].run.workload
+        tokens = sum(item.tokens for item in items)
+        rate = sum(item.recent_tokens_per_second or 0 for item in items)
+        latest = max(items, key=lambda item: item.run.last_point_at or item.run.created_at)
+        rows.append(
+            WorkloadTraining(
+                workload=workload,
+                tokens=tokens,
+                finish=workload_finish(workload, tokens=tokens, rate=rate, now=now),
+                mfu=latest.mfu,
+                goodput=goodputs[workload.pk],
+            )
+        )
+    return rows

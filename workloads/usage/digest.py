@@ -1,5 +1,6 @@
-"""The weekly digest: every Monday from 09:00 program time, last week's usage table, the idle organizations and
-the open S1/S2 cases, mailed to the program managers — once per week however often the task runs."""
+"""The weekly digest: every Monday from 09:00 program time, last week's usage table, the idle organizations, each
+organization's training (MFU, goodput) and the training at risk of missing its plan, and the open S1/S2 cases,
+mailed to the program managers — once per week however often the task runs."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from portal.links import portal_url
 from portal.periods import iso_week, this_week
 from tenants.models import Organization, Program, StaffRole
 from workloads.support.models import SupportCase
+from workloads.training.models import TrainingRun
+from workloads.training.program import organizations_week, training_at_risk
 from workloads.usage.models import DigestSent
 from workloads.usage.periods import Period
 from workloads.usage.reports import program_report
@@ -69,8 +72,12 @@ def _send(week_start) -> int:
     )
     if not managers:
         return 0
+    at_risk = training_at_risk(TrainingRun.objects.all())
+    training = organizations_week([row.organization.pk for row in report.rows], week=week_start)
     context = {
         "report": report,
+        "training": [(row.organization, training.get(row.organization.pk)) for row in report.rows],
+        "at_risk": at_risk,
         "program": program,
         "week": iso_week(week_start),
         "cases": list(cases),

@@ -32,6 +32,7 @@ from tenants.access import (
     visible_organizations,
 )
 from tenants.models import Allocation, CapacityPool, InstancePrice, Program
+from workloads.training.program import organization_training
 from workloads.usage import charts, exports
 from workloads.usage.allocations import allocation_use
 from workloads.usage.forms import RateCardForm
@@ -275,6 +276,7 @@ def _org_context(request, org_slug: str) -> dict:
         "weekly_chart": weekly_chart,
         "billed": billed_check(org, period, total),
         "as_of": timezone.now(),
+        "training": organization_training(org),
     }
 
 
