@@ -4,6 +4,7 @@ refused and implausible figures, and chunks from the reporter skipped by their o
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -186,3 +187,31 @@ def test_a_runs_settings_never_change_within_it(run, p5_workload):
     assert "phase" in refused.value.message_dict
     sft = run_for(workload=p5_workload, name="sft-1", phase="sft")
     assert sft.phase == "sft" and sft.pk != run.pk
+
+
+SAMPLES = Path(__file__).parent.parent / "samples" / "training"
+
+
+@pytest.mark.parametrize("sample", sorted(p.name for p in SAMPLES.glob("*.log")))
+def test_every_real_log_sent_in_chunks_gives_the_iterations_read_whole(sample, p5_workload):
+    """The reporter sends a log as it grows: a parser carries where it stopped (an HF dict count, DeepSpeed's
+    cumulative skipped counter) to the next chunk, so two chunks read as the whole log does."""
+    text = (SAMPLES / sample).read_text()
+    whole = run_for(workload=p5_workload, name="whole", sequence_length=SEQ)
+    split = run_for(workload=p5_workload, name="split", sequence_length=SEQ)
+    ended = T0 + timedelta(days=400)  # after any time a sample prints
+    record_log(run=whole, text=text, kind=LogSource.Kind.REPORTER, source="a#1", offset=0, ended_at=ended)
+    data = text.encode()
+    cut = data.find(b"\n", len(data) // 2) + 1 or len(data)
+    for offset, part in ((0, data[:cut]), (cut, data[cut:])):
+        record_log(
+            run=split, text=part.decode(), kind=LogSource.Kind.REPORTER, source="b#1", offset=offset, ended_at=ended
+        )
+
+    def iterations(run):
+        return list(ProgressPoint.objects.filter(run=run).order_by("iteration").values_list("iteration", "skipped"))
+
+    assert iterations(split) == iterations(whole)
+    whole.refresh_from_db()
+    split.refresh_from_db()
+    assert (split.restarts, split.lost_iterations) == (whole.restarts, whole.lost_iterations)

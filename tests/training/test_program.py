@@ -22,8 +22,8 @@ from tests.factories import (
 from tests.training.test_ingest import BATCH, SEQ, steps
 from workloads.training.goodput import week_goodput
 from workloads.training.ingest import record_points
-from workloads.training.program import organizations_week, training_at_risk
 from workloads.training.models import TrainingRun
+from workloads.training.program import organizations_week, training_at_risk
 from workloads.training.services import run_for
 from workloads.usage.models import NodeInterval
 

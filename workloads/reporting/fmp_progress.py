@@ -33,11 +33,13 @@ Exit status: 0 sent (or nothing new); 1 refused by the portal; 2 unreachable, or
 
 from __future__ import annotations
 
+import codecs
 import glob
 import json
 import os
 import sys
 import time
+import zlib
 
 try:  # beside fmp_reporter.py on the head node; inside the portal's package in its tests
     import fmp_reporter
@@ -47,6 +49,11 @@ except ImportError:  # pragma: no cover - the portal's own import path
 DEFAULT_STATE_DIR = "/var/lib/fmp-reporter"
 MAX_CHUNK_BYTES = 8 * 1024 * 1024  # a post; the portal takes up to 20 MB
 FORGET_AFTER_SECONDS = 7 * 86400  # a log read to its end and untouched this long is no longer followed
+TAIL_BYTES = 4096  # the end of what was read, kept as a checksum: a log written again in place no longer has it
+SAME_LENGTH = "fmp-progress-same-length"
+# A byte that is not UTF-8 is sent as "?", one byte: the portal counts a source's offset in the UTF-8 bytes of the
+# text it gets, which must be the file's (U+FFFD, three bytes, would have it skip the start of the next post).
+codecs.register_error(SAME_LENGTH, lambda error: ("?" * (error.end - error.start), error.end))
 
 
 def progress_body(*, workload, run, log, source, offset, ended_at, options=None) -> dict:
@@ -54,6 +61,11 @@ def progress_body(*, workload, run, log, source, offset, ended_at, options=None)
     body = {"workload": workload, "run": run, "log": log, "source": source, "offset": offset, "ended_at": ended_at}
     body.update({key: value for key, value in (options or {}).items() if value})
     return body
+
+
+def text_of(data: bytes) -> str:
+    """`data` as text of as many UTF-8 bytes: a byte that is not UTF-8 (a Latin-1 path, a binary dump) is "?"."""
+    return data.decode("utf-8", SAME_LENGTH)
 
 
 def complete_lines(data: bytes) -> bytes:
@@ -114,33 +126,56 @@ def followed(args, state: dict, log=None) -> list:
     return list(dict.fromkeys(paths))
 
 
+def tail_sum(handle, offset: int) -> int:
+    """A checksum of the bytes just before `offset`, up to TAIL_BYTES."""
+    size = min(offset, TAIL_BYTES)
+    handle.seek(offset - size)
+    return zlib.crc32(handle.read(size))
+
+
+def start_of(handle, path: str, info, kept: dict) -> tuple:
+    """(offset, source) to read the log from: where the last run stopped, or 0 and another source for another file
+    at the path (a new job, a rotated log: another inode) or one written again in place (a requeued job's StdOut,
+    truncated: the same inode, but shorter than what was read or other bytes before the offset). The portal skips
+    what it has read of a source by offset: new text under an old source name would be taken for text it has read."""
+    source = "{}#{}".format(path, info.st_ino)
+    if kept.get("inode") != info.st_ino:
+        return 0, source
+    offset = kept.get("offset", 0)
+    rewritten = info.st_size < offset or ("tail" in kept and tail_sum(handle, offset) != kept["tail"])
+    if rewritten:
+        return 0, "{}@{}".format(source, int(info.st_mtime))
+    return offset, kept.get("source") or source
+
+
 def send_log(reporter, args, path: str, state: dict, state_file: str) -> int:
     """Post the new complete lines of one log, chunk by chunk; the posts made."""
     info = os.stat(path)
-    kept = state.get(path, {})
-    offset = kept.get("offset", 0)
-    if kept.get("inode") != info.st_ino or info.st_size < offset:
-        offset = 0  # a new file at this path (a new job, a rotated log): from its start
-    source = "{}#{}".format(path, info.st_ino)  # a file replaced at the same path is another source for the portal
     ended_at = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(info.st_mtime))
     options = {"sequence_length": args.sequence_length, "format": args.log_format, "phase": args.phase}
     posts = 0
     with open(path, "rb") as handle:
+        offset, source = start_of(handle, path, info, state.get(path, {}))
+
+        def kept() -> dict:
+            return {"inode": info.st_ino, "offset": offset, "mtime": info.st_mtime, "source": source,
+                    "tail": tail_sum(handle, offset)}  # fmt: skip
+
         while offset < info.st_size:
             handle.seek(offset)
             chunk = complete_lines(handle.read(MAX_CHUNK_BYTES))
             if not chunk:
                 break  # no complete line yet (or one longer than a chunk: it waits for its end)
             body = progress_body(
-                workload=args.workload, run=args.run, log=chunk.decode("utf-8", "replace"), source=source,
-                offset=offset, ended_at=ended_at, options=options,
+                workload=args.workload, run=args.run, log=text_of(chunk), source=source, offset=offset,
+                ended_at=ended_at, options=options,
             )  # fmt: skip
             answer = reporter.post("progress/", body)
             offset += len(chunk)
             if answer is None:
                 continue  # a dry run keeps nothing
             posts += 1
-            state[path] = {"inode": info.st_ino, "offset": offset, "mtime": info.st_mtime}
+            state[path] = kept()
             save_state(state_file, state)
             counts = [answer.get(key, "?") for key in ("created", "computed_again", "restarts", "refused_lines")]
             name = os.path.basename(path)
@@ -148,9 +183,9 @@ def send_log(reporter, args, path: str, state: dict, state_file: str) -> int:
                 name, *counts))  # fmt: skip
             for problem in answer.get("problems") or []:
                 print("fmp-progress: {}: {}".format(name, problem), file=sys.stderr)
-    if path not in state and not args.dry_run:
-        state[path] = {"inode": info.st_ino, "offset": offset, "mtime": info.st_mtime}
-        save_state(state_file, state)
+        if not args.dry_run and state.get(path) != kept():  # a new log, or one written again with no line yet
+            state[path] = kept()
+            save_state(state_file, state)
     return posts
 
 

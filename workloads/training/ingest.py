@@ -26,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -99,7 +100,18 @@ def record_log(
                 skipped = log_source.next_offset - offset
                 text = data[skipped:].decode("utf-8", errors="replace")
             log_source.next_offset = offset + len(data)
-        parsed = parse_log(text, format=log_format or run.log_format or None, options=_options(run))
+        # A chunk continuing a log reads on where its parser stopped; a log read from its start (an upload, a
+        # reporter's first chunk) starts afresh, so reading it again gives the same iterations.
+        state = log_source.parser_state if offset else {}
+        settings = state.get("settings") or {}
+        parsed = parse_log(
+            text,
+            format=log_format or run.log_format or None,
+            options={**settings, **_options(run)},
+            carried=state.get("carried"),
+        )
+        parsed.settings = {**settings, **parsed.settings}
+        log_source.parser_state = {"settings": parsed.settings, "carried": parsed.carried}
         if ended_at is None and any(point.at is None for point in parsed.points):
             raise ValidationError(
                 {"ended_at": [_("This log prints no times: give the time its last line was written (the file's "
@@ -168,6 +180,14 @@ def _record(run: TrainingRun, parsed: ParsedLog, *, new_text: bool, ended_at: da
         run.save()
         return outcome
     facts = _Run(run, parsed)
+    if new_text and run.last_iteration is not None and parsed.points[0].iteration == run.last_iteration:
+        # A format printing a step over several lines (DeepSpeed's engine line, then its `steps:` line) cut
+        # between two chunks: the first point completes the one kept, it is neither new work nor a restart.
+        _complete(run, parsed.points.pop(0), facts)
+        outcome.unchanged += 1
+        if not parsed.points:
+            run.save()
+            return outcome
     own_time = {id(point) for point in parsed.points if point.at is not None}  # printed or posted, not counted back
     points = _timed(parsed.points, ended_at or timezone.now())
     existing = {}
@@ -263,6 +283,24 @@ def _record(run: TrainingRun, parsed: ParsedLog, *, new_text: bool, ended_at: da
     run.last_iteration, run.high_iteration, run.tokens = last, high, tokens or 0
     run.save()
     return outcome
+
+
+def _complete(run: TrainingRun, point: Point, facts: _Run) -> None:
+    """Fill in what the kept point of this iteration lacks from `point`; a step time it lacked becomes its hour's
+    productive time."""
+    kept = ProgressPoint.objects.get(run=run, iteration=point.iteration)
+    row, _problem = _row(run, point, facts)
+    if row is None:
+        return
+    added = [name for name in POINT_FIELDS if getattr(kept, name) is None and getattr(row, name) is not None]
+    for name in added:
+        setattr(kept, name, getattr(row, name))
+    if not added:
+        return
+    kept.save(update_fields=added)
+    if "step_seconds" in added and not kept.computed_again:
+        hour = ProgressHour.objects.filter(run=run, hour=_hour_of(kept.at))
+        hour.update(productive_seconds=F("productive_seconds") + kept.step_seconds)
 
 
 def _timed(points: list[Point], ended_at: datetime) -> list[Point]:

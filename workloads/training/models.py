@@ -231,6 +231,9 @@ class LogSource(models.Model):
     other_lines = models.PositiveBigIntegerField(_("other lines skipped"), default=0)
     problems = models.PositiveBigIntegerField(_("lines refused"), default=0)
     last_problem = models.CharField(_("last line refused"), max_length=500, blank=True)
+    # Where the parser stopped: the log's settings (its argument dump, a header printed once) and what the parser
+    # carries to the next chunk (workloads.training.logs.base.LineParser.CARRIED).
+    parser_state = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

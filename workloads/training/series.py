@@ -1,8 +1,8 @@
 """A run's progress over time, downsampled: what the charts, the API's series and the CSV read.
 
-A run of a few hundred iterations is read point by point; a longer one from its hourly sums (ProgressHour: about
-4,400 rows for six months), merged into at most `limit` buckets of consecutive hours. Either way one bounded read,
-whatever the run's length: a 1.5-million-iteration run is never read whole.
+A run of up to a thousand iterations is read point by point (thinned to `limit` samples); a longer one from its
+hourly sums (ProgressHour: about 4,400 rows for six months), merged into at most `limit` buckets of consecutive
+hours. Either way one bounded read, whatever the run's length: a 1.5-million-iteration run is never read whole.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from datetime import datetime
 from workloads.training.figures import RunFigures
 from workloads.training.models import ProgressHour, ProgressPoint, RunStart
 
-POINTS_READ_WHOLE = 500
+POINTS_READ_WHOLE = 1_000
 DEFAULT_LIMIT = 200
 MAX_LIMIT = 1_000
 

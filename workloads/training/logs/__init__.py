@@ -23,7 +23,9 @@ def detect(lines: list[str]) -> type[LineParser] | None:
     return None
 
 
-def parse_log(text: str, *, format: str | None = None, options: dict | None = None) -> ParsedLog:
+def parse_log(
+    text: str, *, format: str | None = None, options: dict | None = None, carried: dict | None = None
+) -> ParsedLog:
     # Lines are numbered as an editor numbers them (at "\n"), so a problem names the line a person finds; a progress
     # bar redrawn with "\r" in a file is one such line holding every redraw, each fed with that line's number.
     raw = text.split("\n")
@@ -37,8 +39,13 @@ def parse_log(text: str, *, format: str | None = None, options: dict | None = No
             entries.append((number, clean_line(line)))
     parser_class = FORMATS[format] if format else detect([line for _number, line in entries[:DETECT_LINES]])
     if parser_class is None:
-        return ParsedLog(format=None, points=[], problems=[], other_lines=len(raw), settings={})
+        # No progress line yet (a job's start-up output): what every format reads of the run's settings (an
+        # argument dump, the Trainer's header) is kept for the chunks that follow.
+        return ParsedLog(
+            format=None, points=[], problems=[], other_lines=len(raw), settings=_settings(entries, options)
+        )
     parser = parser_class(options)
+    parser.restore(carried or {})  # where the log's previous chunk left its parser (workloads.training.ingest)
     points: list[Point] = []
     problems: list[Problem] = []
     other = 0
@@ -60,7 +67,18 @@ def parse_log(text: str, *, format: str | None = None, options: dict | None = No
         other_lines=other,
         settings=parser.settings,
         summary=parser.summary,
+        carried=parser.carried(),
     )
+
+
+def _settings(entries: list[tuple[int, str]], options: dict | None) -> dict:
+    settings: dict = {}
+    for parser_class in FORMATS.values():
+        parser = parser_class(options)
+        for number, line in entries:
+            parser.feed(line, number)
+        settings = {**parser.settings, **settings}  # the most specific format's reading wins
+    return settings
 
 
 def _same(a: Point, b: Point) -> bool:

@@ -93,14 +93,20 @@ class ParsedLog:
     other_lines: int  # lines that are not progress lines (arguments, warnings, eval, checkpoints): skipped
     settings: dict[str, int | float | str]  # what the log says of the run: seq_length, global_batch_size, world_size
     summary: dict[str, float] = field(default_factory=dict)  # end-of-training summary (HF's train_runtime, ...)
+    carried: dict = field(default_factory=dict)  # the parser's state at the end, for the log's next chunk
 
 
 class LineParser:
     """One format's reader, fed one cleaned line at a time. Subclasses set `name` and `label` and write
-    `matches` and `feed`; `settings` and `summary` collect what the log says of the whole run."""
+    `matches` and `feed`; `settings` and `summary` collect what the log says of the whole run.
+
+    A log arrives in chunks (the reporter sends what is new): `CARRIED` names the attributes a parser needs from the
+    end of one chunk to read the next (the last iteration a count continues from, a cumulative counter), which
+    `carried()` gives and `restore()` puts back; the chunk's settings come back through the options."""
 
     name = ""
     label = ""
+    CARRIED: tuple[str, ...] = ()
 
     def __init__(self, options: dict | None = None) -> None:
         self.options = dict(options or {})  # what the poster says (seq_length, logging_steps, ...)
@@ -113,6 +119,14 @@ class LineParser:
 
     def feed(self, line: str, number: int) -> Point | Problem | None:
         raise NotImplementedError
+
+    def carried(self) -> dict:
+        return {name: getattr(self, name) for name in self.CARRIED}
+
+    def restore(self, carried: dict) -> None:
+        for name in self.CARRIED:
+            if name in carried:
+                setattr(self, name, carried[name])
 
 
 # name -> parser class, in detection order (the most specific first): each format module registers its parser, and

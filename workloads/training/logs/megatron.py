@@ -107,6 +107,7 @@ def _count(text: str | None) -> int | None:
 class MegatronParser(LineParser):
     name = "megatron"
     label = "Megatron-LM / Megatron-Core / Megatron-DeepSpeed"
+    CARRIED = ("_previous",)  # from one chunk of a log to the next
 
     def __init__(self, options: dict | None = None) -> None:
         super().__init__(options)

@@ -89,6 +89,7 @@ def _grouped(text: str | None) -> float | None:
 class TorchtitanParser(LineParser):
     name = "torchtitan"
     label = "torchtitan"
+    CARRIED = ("_previous", "_previous_interval")  # from one chunk of a log to the next
 
     def __init__(self, options: dict | None = None) -> None:
         super().__init__(options)
