@@ -107,7 +107,7 @@ def test_a_script_posts_points_and_reads_the_summary(script, p5_workload):
     summary = script.get(url + "?points=10").json()
     assert (summary["tokens"], summary["planned_tokens"]) == (8_388_608, 2 * 10**12)
     run = summary["runs"][0]
-    assert (run["name"], run["iterations"], run["last_loss"], run["accelerators"]) == ("pretrain", 2, 3.2, 64)
+    assert (run["name"], run["points"], run["last_loss"], run["accelerators"]) == ("pretrain", 2, 3.2, 64)
     # 8,388,608 tokens in 20 s on 64 H100s: 6 × 8e9 × 419,430.4 ÷ (64 × 989e12) = 0.318072.
     assert run["tokens_per_second"] == pytest.approx(419_430.4)
     assert run["mfu"] == pytest.approx(0.318072, abs=1e-6)

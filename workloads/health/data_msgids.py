@@ -123,4 +123,13 @@ MSGIDS = (
     gettext_noop(
         "Settings come from the command line, else FMP_* environment variables, else /etc/fmp-reporter/env\n(another file: FMP_ENV_FILE). Exit status: 0 all sent; 1 refused by the portal (its message is\nprinted); 2 the portal unreachable after retries, or a local problem (no sacct, unreadable token)."
     ),
+    # fmp_progress.py's guide (the training-log follower beside the reporter)
+    gettext_noop("1. The script, beside fmp_reporter.py, and a folder where it keeps how far it read each log:"),
+    gettext_noop(
+        "2. The workload (its id on the portal) and the logs to follow, in /etc/fmp-reporter/env: a job\n   name follows every job of that name that squeue lists (a restarted job is a new job id), a job\n   id that job's StdOut, and FMP_PROGRESS_LOGS paths or globs (separated by spaces)."
+    ),
+    gettext_noop("3. Try it, sending nothing, then for real, then every 5 minutes with cron:"),
+    gettext_noop(
+        "Only complete lines are sent, up to 8 MB a post. How far each log was read is kept in\n/var/lib/fmp-reporter (FMP_STATE_DIR), so a run sends only what is new; the portal also knows how\nfar it read each log, so a state lost with a replaced node sends nothing twice. A new phase of\ntraining (continued pre-training, SFT) is a new run: --run NAME (FMP_PROGRESS_RUN), default main.\nExit status: 0 sent (or nothing new); 1 refused by the portal; 2 unreachable, or nothing to follow."
+    ),
 )

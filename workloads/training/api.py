@@ -103,7 +103,9 @@ class RunSummarySerializer(serializers.Serializer):
     last_iteration = serializers.IntegerField(source="run.last_iteration", allow_null=True, help_text="Last step.")
     first_point_at = serializers.DateTimeField(source="run.first_point_at", allow_null=True, help_text="First step.")
     last_point_at = serializers.DateTimeField(source="run.last_point_at", allow_null=True, help_text="Last step.")
-    iterations = serializers.IntegerField(source="run.points", help_text="Iterations logged (first time).")
+    points = serializers.IntegerField(
+        source="run.points", help_text="Progress lines recorded, first time (each an iteration, or a logging interval)."
+    )
     restarts = serializers.IntegerField(source="run.restarts", help_text="Times the iteration went back.")
     lost_iterations = serializers.IntegerField(source="run.lost_iterations", help_text="Iterations computed again.")
     skipped_iterations = serializers.IntegerField(

@@ -11,6 +11,7 @@ Time runs across (a time axis: samples are irregular, and the projection reaches
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 
 from django.utils import timezone
@@ -111,7 +112,8 @@ def loss_chart(progress: WorkloadProgress, samples: dict[int, list[Sample]]) -> 
     if not any(s.loss is not None for points in samples.values() for s in points):
         return None
     option = _option("training-loss", _("training loss"))
-    option["yAxis"]["min"] = "dataMin"
+    losses = [s.loss for points in samples.values() for s in points if s.loss is not None]
+    option["yAxis"]["min"] = math.floor(min(losses) * 2) / 2  # the loss falls slowly: no axis from 0, a round start
     rows = []
     for figures in progress.runs:
         points = samples.get(figures.run.pk) or []

@@ -31,7 +31,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from workloads.training.figures import accelerators_of, peak_tflops_of
-from workloads.training.logs import ParsedLog, Point, Problem, parse_log
+from workloads.training.logs import FORMATS, ParsedLog, Point, Problem, parse_log
 from workloads.training.models import LogSource, ProgressHour, ProgressPoint, RunStart, TrainingRun
 
 MAX_PROBLEMS_SHOWN = 20
@@ -55,6 +55,11 @@ class Outcome:
     problems: list[Problem] = field(default_factory=list)
     skipped_bytes: int = 0  # text already read (a chunk sent again)
     format: str | None = None
+
+    @property
+    def format_label(self) -> str:
+        parser = FORMATS.get(self.format or "")
+        return parser.label if parser else ""
 
     def as_dict(self) -> dict:
         return {
@@ -322,6 +327,10 @@ def _silence(step_seconds: float | None, span: int) -> timedelta:
     return max(SILENCE, timedelta(seconds=10 * (step_seconds or 0) * span))
 
 
+def hour_number(hour: datetime) -> int:
+    return int(hour.timestamp()) // 3600
+
+
 def _hour_of(at: datetime) -> datetime:
     at = at.astimezone(UTC)
     return at.replace(minute=0, second=0, microsecond=0)
@@ -427,7 +436,12 @@ def _save_hours(run: TrainingRun, hours: dict[datetime, dict]) -> None:
     rows = []
     for hour, work in hours.items():
         row = kept.get(hour) or ProgressHour(
-            organization_id=run.organization_id, run=run, hour=hour, first_iteration=work["first"], last_iteration=0
+            organization_id=run.organization_id,
+            run=run,
+            hour=hour,
+            hour_number=hour_number(hour),
+            first_iteration=work["first"],
+            last_iteration=0,
         )
         row.first_iteration = min(row.first_iteration, int(work["first"]))
         row.last_iteration = int(work["last"])

@@ -189,6 +189,7 @@ class ProgressHour(models.Model):
     organization = models.ForeignKey(Organization, on_delete=models.PROTECT, related_name="+", db_index=False)
     run = models.ForeignKey(TrainingRun, on_delete=models.CASCADE, related_name="progress_hours", db_index=False)
     hour = models.DateTimeField()
+    hour_number = models.PositiveIntegerField()  # hours since 1970 (UTC): a series groups hours in SQL by dividing it
     first_iteration = models.BigIntegerField()
     last_iteration = models.BigIntegerField()
     tokens_end = models.PositiveBigIntegerField(null=True, blank=True)  # the run's tokens at the hour's last point
@@ -208,6 +209,7 @@ class ProgressHour(models.Model):
     class Meta:
         ordering = ["run", "hour"]
         constraints = [models.UniqueConstraint(fields=["run", "hour"], name="one_progress_row_per_run_hour")]
+        indexes = [models.Index(fields=["run", "hour_number"], name="progress_hour_number")]
 
     def __str__(self) -> str:
         return f"{self.run_id} {self.hour:%Y-%m-%d %H}h"

@@ -8,10 +8,13 @@ hours. Either way one bounded read, whatever the run's length: a 1.5-million-ite
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
+
+from django.db.models import F, Max, Sum
 
 from workloads.training.figures import RunFigures
-from workloads.training.models import ProgressHour, ProgressPoint, RunStart
+from workloads.training.ingest import hour_number
+from workloads.training.models import ProgressHour, ProgressPoint
 
 POINTS_READ_WHOLE = 1_000
 DEFAULT_LIMIT = 200
@@ -40,15 +43,18 @@ def run_series(figures: RunFigures, *, limit: int = DEFAULT_LIMIT) -> list[Sampl
 
 def _from_points(figures: RunFigures) -> list[Sample]:
     rows = ProgressPoint.objects.filter(run=figures.run).order_by("at", "iteration")
-    restarts = set(figures.run.starts.filter(kind=RunStart.Kind.RESTART).values_list("at", flat=True))
-    samples = []
+    samples: list[Sample] = []
+    again = False
     for row in rows[:POINTS_READ_WHOLE].values(
-        "at", "iteration", "tokens", "loss", "tokens_per_second", "tflops_logged", "implausible"
+        "at", "iteration", "tokens", "loss", "tokens_per_second", "tflops_logged", "implausible", "computed_again"
     ):
         rate = None if row["implausible"] else row["tokens_per_second"]
         logged = row["tflops_logged"]
         if logged is not None and figures.peak_tflops and logged > figures.peak_tflops:
             logged = None
+        # A restart is where the iterations computed again begin (their points carry the time they ran again).
+        restart = row["computed_again"] and not again
+        again = row["computed_again"]
         samples.append(
             Sample(
                 at=row["at"],
@@ -58,7 +64,7 @@ def _from_points(figures: RunFigures) -> list[Sample]:
                 tokens_per_second=rate,
                 mfu=figures.mfu_at(rate),
                 logged_tflops=logged,
-                restarts=1 if row["at"] in restarts else 0,
+                restarts=int(restart),
             )
         )
     return samples
@@ -72,33 +78,44 @@ def _thin(samples: list[Sample], limit: int) -> list[Sample]:
 
 
 def _from_hours(figures: RunFigures, limit: int) -> list[Sample]:
-    hours = list(
-        ProgressHour.objects.filter(run=figures.run)
-        .order_by("hour")
-        .values_list(
-            "hour", "last_iteration", "tokens_end", "loss_sum", "loss_count", "new_tokens", "productive_seconds",
-            "tflops_logged_sum", "tflops_logged_count", "restarts",
+    """Consecutive hours summed per bucket in the database (at most `limit` rows read): a bucket's tokens are the most
+    it reached (a restart inside it shows in the next), the last sample's the run's own."""
+    run = figures.run
+    first, last = hour_number(run.first_point_at), hour_number(run.last_point_at)
+    size = max(1, -(-(last - first + 1) // limit))  # hours per bucket, rounded up
+    buckets = (
+        ProgressHour.objects.filter(run=run)
+        .annotate(bucket=(F("hour_number") - first) / size)
+        .values("bucket")
+        .annotate(
+            last_hour=Max("hour_number"),
+            last_iteration=Max("last_iteration"),
+            tokens=Max("tokens_end"),
+            loss_sum=Sum("loss_sum"),
+            loss_count=Sum("loss_count"),
+            new_tokens=Sum("new_tokens"),
+            seconds=Sum("productive_seconds"),
+            tflops_sum=Sum("tflops_logged_sum"),
+            tflops_count=Sum("tflops_logged_count"),
+            restarts=Sum("restarts"),
         )
-    )  # fmt: skip
-    size = max(1, -(-len(hours) // limit))  # hours per bucket, rounded up
+        .order_by("bucket")
+    )
     samples = []
-    for start in range(0, len(hours), size):
-        bucket = hours[start : start + size]
-        last = bucket[-1]
-        loss_sum, loss_count = sum(h[3] for h in bucket), sum(h[4] for h in bucket)
-        tokens, seconds = sum(h[5] for h in bucket), sum(h[6] for h in bucket)
-        tflops_sum, tflops_count = sum(h[7] for h in bucket), sum(h[8] for h in bucket)
-        rate = tokens / seconds if seconds else None
+    for row in buckets:
+        rate = row["new_tokens"] / row["seconds"] if row["seconds"] else None
         samples.append(
             Sample(
-                at=last[0],
-                iteration=last[1],
-                tokens=next((h[2] for h in reversed(bucket) if h[2] is not None), None),
-                loss=loss_sum / loss_count if loss_count else None,
+                at=datetime.fromtimestamp(row["last_hour"] * 3600, UTC),
+                iteration=row["last_iteration"],
+                tokens=row["tokens"],
+                loss=row["loss_sum"] / row["loss_count"] if row["loss_count"] else None,
                 tokens_per_second=rate,
                 mfu=figures.mfu_at(rate),
-                logged_tflops=tflops_sum / tflops_count if tflops_count else None,
-                restarts=sum(h[9] for h in bucket),
+                logged_tflops=row["tflops_sum"] / row["tflops_count"] if row["tflops_count"] else None,
+                restarts=row["restarts"],
             )
         )
+    if samples:
+        samples[-1].tokens, samples[-1].iteration = run.tokens, run.last_iteration
     return samples
