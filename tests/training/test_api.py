@@ -4,6 +4,7 @@ script's JSON points and a log's text to the workload's endpoint, the summary an
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 from rest_framework.test import APIClient
@@ -154,3 +155,18 @@ def test_another_organizations_workload_is_a_404(api_client, outsider, p5_worklo
     url = f"/api/v1/workloads/{p5_workload.pk}/progress/"
     assert api_client.get(url).status_code == 404
     assert api_client.post(url, {"points": POINTS}, format="json").status_code == 404
+
+
+def test_the_summary_gives_last_and_this_weeks_goodput(script, p5_workload):
+    allocation = p5_workload.allocation
+    allocation.starts_on = allocation.starts_on - timedelta(days=30)
+    allocation.save()
+    url = f"/api/v1/workloads/{p5_workload.pk}/progress/"
+    goodput = script.get(url).json()["goodput"]
+    assert [set(week) >= {"week", "goodput", "held", "productive", "down", "no_progress"} for week in goodput] == [
+        True,
+        True,
+    ]
+    # The allocation is held all of last week and nothing trained: every held hour is down.
+    last = goodput[0]
+    assert last["held"] == pytest.approx(168) and last["down"] == pytest.approx(168) and last["goodput"] == 0

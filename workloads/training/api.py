@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext as _
@@ -18,11 +20,13 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from portal.periods import this_week
 from tenants.access import require_writer
 from workloads.records.models import Workload
 from workloads.reporting.ingest import ClusterIngestView
 from workloads.training import series as progress_series
 from workloads.training.figures import RunFigures, workload_progress
+from workloads.training.goodput import HOURS, week_goodput
 from workloads.training.models import LogSource
 from workloads.training.serializers import ProgressLogSerializer, ProgressOutcomeSerializer, ProgressPostSerializer
 from workloads.training.services import post_progress, require_progress_writer
@@ -145,6 +149,19 @@ class FinishSerializer(serializers.Serializer):
     )
 
 
+class GoodputSerializer(serializers.Serializer):
+    week = serializers.DateField(help_text="The Monday of the ISO week (program time).")
+    goodput = serializers.FloatField(allow_null=True, help_text="Productive ÷ held, 0–1; null when nothing was held.")
+    held = serializers.FloatField(help_text="Hours the capacity was held in the week (up to now).")
+    productive = serializers.FloatField(help_text="Hours of first-time iterations that counted.")
+    down = serializers.FloatField(help_text="Hours held with no node of the workload's clusters running.")
+    no_job = serializers.FloatField(help_text="Hours with nodes running and no job.")
+    startup = serializers.FloatField(help_text="Hours from a job's start to its first iteration.")
+    lost = serializers.FloatField(help_text="Hours computing iterations again after restarts.")
+    skipped = serializers.FloatField(help_text="Hours of skipped and nan iterations.")
+    no_progress = serializers.FloatField(help_text="Hours of a job running with no iteration logged.")
+
+
 class ProgressSummarySerializer(serializers.Serializer):
     workload = serializers.IntegerField(help_text="Id of the workload.")
     planned_tokens = serializers.IntegerField(allow_null=True, help_text="The workload's target tokens.")
@@ -152,6 +169,7 @@ class ProgressSummarySerializer(serializers.Serializer):
     fraction = serializers.FloatField(allow_null=True, help_text="Tokens ÷ planned tokens.")
     finish = FinishSerializer(allow_null=True, help_text="Null without a plan.")
     runs = RunSummarySerializer(many=True, help_text="The workload's runs, oldest first.")
+    goodput = GoodputSerializer(many=True, help_text="Last week's and this week's goodput, with where the time went.")
 
 
 class SeriesQuery(serializers.Serializer):
@@ -177,7 +195,13 @@ def summary(workload: Workload, *, points: int) -> dict:
         "fraction": progress.fraction,
         "finish": FinishSerializer(finish).data if finish else None,
         "runs": RunSummarySerializer(progress.runs, many=True, context={"points": points}).data,
+        "goodput": [goodput_of(workload, week) for week in (this_week() - timedelta(days=7), this_week())],
     }
+
+
+def goodput_of(workload: Workload, week) -> dict:
+    figures = week_goodput([workload], week=week)[workload.pk]
+    return GoodputSerializer({"week": week, "goodput": figures.goodput, **{h: getattr(figures, h) for h in HOURS}}).data
 
 
 class WorkloadProgressView(APIView):
