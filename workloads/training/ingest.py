@@ -419,6 +419,9 @@ def _same(kept: dict, row: ProgressPoint, timed: bool) -> bool:
 
 
 def _save_points(rows: list[ProgressPoint]) -> None:
+    # An iteration computed twice in one post (a restart inside the chunk) is kept as computed last: one row per
+    # iteration in the upsert (PostgreSQL refuses a command that would update a row twice).
+    rows = list({row.iteration: row for row in rows}.values())
     update = ["at", *POINT_FIELDS, "skipped", "nan", "implausible", "computed_again"]
     for start in range(0, len(rows), BATCH):
         ProgressPoint.objects.bulk_create(
