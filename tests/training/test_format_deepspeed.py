@@ -7,29 +7,14 @@ Variants no public log shows (a cut line, extra losses, a time zone) are built h
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 
+from tests.training.samples import by_iteration, lines_of, read
 from workloads.training.logs import FORMATS, parse_log
-from workloads.training.logs.base import Point, Problem, clean_line
+from workloads.training.logs.base import Problem, clean_line
 from workloads.training.logs.deepspeed import DeepSpeedParser
-
-SAMPLES = Path(__file__).resolve().parent.parent / "samples" / "training"
-
-
-def read(name: str) -> str:
-    return (SAMPLES / name).read_text(encoding="utf-8")
-
-
-def lines_of(name: str) -> list[str]:
-    return read(name).splitlines()
-
-
-def by_iteration(points: list[Point]) -> dict[int, Point]:
-    return {point.iteration: point for point in points}
-
 
 # diffusion-pipe's step 17, verbatim (tdrussell/diffusion-pipe#531): the engine line, then the `steps:` line.
 ENGINE_17, STEPS_17 = lines_of("deepspeed_steps_nan.log")[1:3]

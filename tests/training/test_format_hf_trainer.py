@@ -7,28 +7,12 @@ a real line or from the Trainer's own format string, and each says so.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
+from tests.training.samples import by_iteration, lines_of, read
 from workloads.training.logs import FORMATS, parse_log
 from workloads.training.logs.base import Point, Problem, clean_line
 from workloads.training.logs.hf_trainer import HFTrainerParser
-
-SAMPLES = Path(__file__).resolve().parent.parent / "samples" / "training"
-
-
-def read(name: str) -> str:
-    return (SAMPLES / name).read_text(encoding="utf-8")
-
-
-def lines_of(name: str) -> list[str]:
-    return read(name).splitlines()
-
-
-def by_iteration(points: list[Point]) -> dict[int, Point]:
-    return {point.iteration: point for point in points}
-
 
 # The ESM-2 run's second dict, verbatim with its srun label (awsome-distributed-training's ESM-2 README): the base of
 # the built variants below.

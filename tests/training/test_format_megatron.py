@@ -8,28 +8,13 @@ a real line, and each says so.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
+from tests.training.samples import by_iteration, lines_of, read
 from workloads.training.logs import FORMATS, parse_log
-from workloads.training.logs.base import Point, Problem, clean_line
+from workloads.training.logs.base import Problem, clean_line
 from workloads.training.logs.megatron import MegatronParser
-
-SAMPLES = Path(__file__).resolve().parent.parent / "samples" / "training"
-
-
-def read(name: str) -> str:
-    return (SAMPLES / name).read_text(encoding="utf-8")
-
-
-def lines_of(name: str) -> list[str]:
-    return read(name).splitlines()
-
-
-def by_iteration(points: list[Point]) -> dict[int, Point]:
-    return {point.iteration: point for point in points}
-
 
 # The H100 Mixtral run's iteration 71, verbatim (NVIDIA/Megatron-LM#756): the base of the built variants below.
 H100_71 = lines_of("megatron_core_moe_h100.log")[0]

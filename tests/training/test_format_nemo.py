@@ -8,28 +8,14 @@ here from a real line, and each says so.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
+from tests.training.samples import by_iteration, lines_of, read
 from workloads.training.logs import FORMATS, parse_log
 from workloads.training.logs.base import Point, Problem, clean_line
 from workloads.training.logs.nemo import NemoParser
 from workloads.training.logs.torchtitan import TorchtitanParser
-
-SAMPLES = Path(__file__).resolve().parent.parent / "samples" / "training"
-
-
-def read(name: str) -> str:
-    return (SAMPLES / name).read_text(encoding="utf-8")
-
-
-def lines_of(name: str) -> list[str]:
-    return read(name).splitlines()
-
-
-def by_iteration(points: list[Point]) -> dict[int, Point]:
-    return {point.iteration: point for point in points}
 
 
 def feed_one(line: str, options: dict | None = None) -> Point | Problem | None:

@@ -9,29 +9,14 @@ built from the example's print statement, and says so.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 
+from tests.training.samples import by_iteration, lines_of, read
 from workloads.training.logs import FORMATS, parse_log
-from workloads.training.logs.base import Point, Problem, clean_line
+from workloads.training.logs.base import Problem, clean_line
 from workloads.training.logs.neuron import NeuronParser
-
-SAMPLES = Path(__file__).resolve().parent.parent / "samples" / "training"
-
-
-def read(name: str) -> str:
-    return (SAMPLES / name).read_text(encoding="utf-8")
-
-
-def lines_of(name: str) -> list[str]:
-    return read(name).splitlines()
-
-
-def by_iteration(points: list[Point]) -> dict[int, Point]:
-    return {point.iteration: point for point in points}
-
 
 # Verbatim lines, the bases of the built variants below.
 TP_PP_6 = lines_of("neuron_nxd_llama3_70b_trn1_autoresume.log")[16]  # the Llama 3 70B run's step 6

@@ -4,11 +4,11 @@ refused and implausible figures, and chunks from the reporter skipped by their o
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from django.core.exceptions import ValidationError
 
+from tests.training.samples import SAMPLES
 from workloads.training.figures import workload_progress
 from workloads.training.ingest import record_log, record_points
 from workloads.training.logs import Point
@@ -187,9 +187,6 @@ def test_a_runs_settings_never_change_within_it(run, p5_workload):
     assert "phase" in refused.value.message_dict
     sft = run_for(workload=p5_workload, name="sft-1", phase="sft")
     assert sft.phase == "sft" and sft.pk != run.pk
-
-
-SAMPLES = Path(__file__).parent.parent / "samples" / "training"
 
 
 @pytest.mark.parametrize("sample", sorted(p.name for p in SAMPLES.glob("*.log")))
