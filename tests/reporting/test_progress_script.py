@@ -180,11 +180,11 @@ def test_the_run_format_phase_and_sequence_length_are_sent_when_given(node, port
     result = progress(node, str(log), "--run", "sft-1", "--phase", "sft", FMP_PROGRESS_SEQUENCE_LENGTH="4096")
     assert result.returncode == 0, result.stderr
     body = portal.requests[0]["body"]
-    assert (body["run"], body["phase"], body["sequence_length"], "format" in body) == ("sft-1", "sft", 4096, False)
+    assert (body["run"], body["phase"], body["sequence_length"], "log_format" in body) == ("sft-1", "sft", 4096, False)
     write_log(log, b"step 2\n", mode="ab")
     assert progress(node, str(log), "--format", "megatron", FMP_PROGRESS_RUN="cpt").returncode == 0
     body = portal.requests[1]["body"]
-    assert (body["run"], body["format"], "phase" in body, "sequence_length" in body) == (
+    assert (body["run"], body["log_format"], "phase" in body, "sequence_length" in body) == (
         "cpt",
         "megatron",
         False,

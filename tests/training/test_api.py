@@ -170,3 +170,53 @@ def test_the_summary_gives_last_and_this_weeks_goodput(script, p5_workload):
     # The allocation is held all of last week and nothing trained: every held hour is down.
     last = goodput[0]
     assert last["held"] == pytest.approx(168) and last["down"] == pytest.approx(168) and last["goodput"] == 0
+
+
+def test_staff_read_progress_but_post_none_on_either_endpoint(cluster, p5_workload, support):
+    client = APIClient()
+    client.force_authenticate(support)
+    assert client.get(f"/api/v1/workloads/{p5_workload.pk}/progress/").status_code == 200
+    answer = client.post(f"/api/v1/clusters/{cluster.pk}/progress/", chunk(p5_workload, "x\n"), format="json")
+    assert answer.status_code == 403
+    assert (
+        client.post(f"/api/v1/workloads/{p5_workload.pk}/progress/", {"points": POINTS}, format="json").status_code
+        == 403
+    )
+    assert not TrainingRun.objects.exists()
+
+
+def test_a_plain_text_post_names_its_format_in_the_query(reporter, cluster, p5_workload):
+    url = f"/api/v1/clusters/{cluster.pk}/progress/?workload={p5_workload.pk}&log_format=torchtitan"
+    answer = reporter.post(url, megatron_lines(1, 3), content_type="text/plain")
+    assert answer.status_code == 200 and answer.json()["format"] == "torchtitan" and answer.json()["created"] == 0
+
+
+def test_counts_beyond_any_run_are_refused_lines_not_errors(script, p5_workload):
+    url = f"/api/v1/workloads/{p5_workload.pk}/progress/"
+    points = [{"iteration": 1, "consumed_samples": 2**62}, {"iteration": 2, "global_batch_size": 2**40}]
+    answer = script.post(url, {"points": points, "sequence_length": 10**7}, format="json")
+    assert answer.status_code == 200 and answer.json()["refused_lines"] == 2, answer.json()
+    for body in [
+        {"points": [{"iteration": 1, "step_seconds": 1e300}]},
+        {"points": [{"iteration": 1, "time": "1960-01-01T00:00:00Z"}]},
+        {"points": [{"iteration": 1, "loss": 1.7e308}]},
+        {"points": POINTS, "ended_at": "0001-01-01T00:00:30Z"},
+        {"log": megatron_lines(1, 1).replace("1/  500000", "1234567890123456789012345/  500000")},
+    ]:
+        answer = script.post(url, body, format="json")
+        assert answer.status_code in (200, 400), (body, answer.status_code)
+        if answer.status_code == 200:
+            assert answer.json()["created"] == 0 and answer.json()["refused_lines"] >= 1, answer.json()
+
+
+def test_a_run_too_slow_to_ever_finish_is_at_risk_not_an_error(script, member_client, p5_workload):
+    """A week down then one small step: the plan is not reached within a century; every page still answers."""
+    url = f"/api/v1/workloads/{p5_workload.pk}/progress/"
+    old = [{"iteration": 1, "time": "2026-10-01T00:00:00Z", "tokens": 1_000_000, "step_seconds": 10}]
+    script.post(url, {"points": old}, format="json")
+    recent = [{"iteration": 2, "tokens": 1_000_100, "step_seconds": 10}]
+    script.post(url, {"points": recent}, format="json")
+    finish = script.get(url).json()["finish"]
+    assert (finish["on"], finish["at_risk"]) == (None, True)
+    assert member_client.get(f"/workloads/{p5_workload.pk}/").status_code == 200
+    assert member_client.get(f"/orgs/{p5_workload.organization.slug}/usage/").status_code == 200

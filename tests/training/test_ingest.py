@@ -3,6 +3,7 @@ refused and implausible figures, and chunks from the reporter skipped by their o
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -125,14 +126,15 @@ def test_a_throughput_above_100_percent_mfu_is_flagged_and_left_out_of_the_rate(
 
 
 MEGATRON = (
-    " [2026-11-20 00:00:{s:02d}] iteration {i:>8}/  500000 | consumed samples: {samples:>12} | elapsed time per "
+    " [2026-11-20 00:{m:02d}:{s:02d}] iteration {i:>8}/  500000 | consumed samples: {samples:>12} | elapsed time per "
     "iteration (ms): 10000.0 | learning rate: 1.000000E-04 | global batch size:  1024 | lm loss: 2.500000E+00 | "
     "loss scale: 1.0 | grad norm: 1.000 | number of skipped iterations:   0 | number of nan iterations:   0 |\n"
 )
 
 
-def megatron_lines(first: int, last: int) -> str:
-    return "".join(MEGATRON.format(s=i % 60, i=i, samples=i * BATCH) for i in range(first, last + 1))
+def megatron_lines(first: int, last: int, *, minute: int = 0) -> str:
+    """Megatron-Core lines of iterations first..last, printed `minute` minutes past midnight (a second apart)."""
+    return "".join(MEGATRON.format(m=minute, s=i % 60, i=i, samples=i * BATCH) for i in range(first, last + 1))
 
 
 def test_a_reporter_chunk_sent_again_is_skipped_by_its_offset(run):
@@ -153,10 +155,10 @@ def test_a_reporter_chunk_sent_again_is_skipped_by_its_offset(run):
 
 
 def test_in_new_text_an_iteration_going_back_is_a_restart_even_with_the_same_values(run):
-    """Offsets tell a re-send from new text: a job that restarts and prints iteration 6 again is a restart."""
+    """Offsets tell a re-send from new text: a job that restarts and prints iteration 6 again (later) is a restart."""
     source = "/fsx/slurm-2.out#7"
     record_log(run=run, text=megatron_lines(1, 10), kind=LogSource.Kind.REPORTER, source=source, offset=0)
-    after = megatron_lines(6, 12)
+    after = megatron_lines(6, 12, minute=5)
     outcome = record_log(
         run=run, text=after, kind=LogSource.Kind.REPORTER, source=source, offset=len(megatron_lines(1, 10))
     )
@@ -212,3 +214,94 @@ def test_every_real_log_sent_in_chunks_gives_the_iterations_read_whole(sample, p
     whole.refresh_from_db()
     split.refresh_from_db()
     assert (split.restarts, split.lost_iterations) == (whole.restarts, whole.lost_iterations)
+
+
+def test_an_uploaded_log_holding_a_restart_reads_the_same_every_time(run):
+    """Uploading a log again changes nothing, the restart inside it included: the last time an iteration was
+    computed decides, and it is the point kept."""
+    text = megatron_lines(1, 30) + megatron_lines(21, 40, minute=5)
+    for _ in range(3):
+        record_log(run=run, text=text, kind=LogSource.Kind.UPLOAD, source="slurm-9.out")
+        run.refresh_from_db()
+        assert (run.restarts, run.lost_iterations, run.last_iteration, run.tokens) == (1, 10, 40, 40 * TOKENS_PER_STEP)
+
+
+def test_a_point_printed_twice_in_one_post_is_one_point(run):
+    points = steps(1, 5)
+    again = [replace(point, line=point.line + 5) for point in points[2:]]  # the same three again, times and all
+    outcome = record_points(run=run, points=points + again)
+    assert (outcome.created, outcome.unchanged, outcome.restarts) == (5, 3, 0)
+
+
+def test_the_same_timed_log_followed_through_two_sources_is_read_once(run):
+    text = megatron_lines(1, 20)
+    record_log(run=run, text=text, kind=LogSource.Kind.REPORTER, source="/fsx/a.out#1", offset=0)
+    again = record_log(run=run, text=text, kind=LogSource.Kind.REPORTER, source="/fsx/link-to-a.out#1", offset=0)
+    assert (again.created, again.unchanged, again.restarts) == (0, 20, 0)
+
+
+def test_a_new_jobs_log_starting_at_the_last_iteration_is_a_restart(run):
+    """Only a chunk continuing the same log completes a step cut between chunks; a new job's log that starts at the
+    run's last iteration computed it again."""
+    record_log(run=run, text=megatron_lines(1, 10), kind=LogSource.Kind.REPORTER, source="job-1#1", offset=0)
+    outcome = record_log(
+        run=run, text=megatron_lines(10, 12, minute=9), kind=LogSource.Kind.REPORTER, source="job-2#1", offset=0
+    )
+    assert (outcome.restarts, outcome.computed_again, outcome.created) == (1, 1, 2)
+
+
+def test_throughput_counts_only_tokens_whose_time_is_known(run, p5_workload):
+    # Three points ten seconds apart, no step time printed: 2 steps' tokens over 20 s (the first step's time is
+    # unknown), not 3 steps' tokens over 20 s.
+    points = [Point(iteration=i, line=i, at=T0 + timedelta(seconds=10 * i), tokens=1_000 * i) for i in (1, 2, 3)]
+    record_points(run=run, points=points)
+    figures = workload_progress(p5_workload, now=T0 + timedelta(hours=1)).runs[0]
+    assert figures.tokens_per_second == pytest.approx(100.0)
+
+
+def test_the_logs_world_size_is_the_runs_accelerators(p5_workload):
+    p5_workload.data_parallel = 1  # the record's layout says one GPU; the log says 64
+    p5_workload.save()
+    run = run_for(workload=p5_workload, name="main", sequence_length=SEQ)
+    record_log(run=run, text="  world_size ...... 64\n" + megatron_lines(1, 5), kind=LogSource.Kind.UPLOAD, source="a")
+    run.refresh_from_db()
+    assert run.accelerators == 64
+    assert workload_progress(p5_workload, now=T0).runs[0].accelerators == 64
+
+
+def test_figures_no_run_can_have_are_refused_and_named(run):
+    huge = steps(1, 4)
+    huge[0].step_seconds = 1e300  # longer than a week
+    huge[1].at = datetime(1960, 1, 1, tzinfo=UTC)  # before 2000
+    huge[2].consumed_samples = 2**70  # beyond any count
+    huge[3].loss = 1.7e308  # beyond a million
+    outcome = record_points(run=run, points=huge)
+    assert outcome.created == 0
+    assert [p.line for p in outcome.problems] == [1, 2, 3, 4]
+    assert "over a week" in outcome.problems[0].message and "before 2000" in outcome.problems[1].message
+
+
+def test_a_line_too_long_for_any_progress_line_is_skipped_unread(run):
+    # A `steps:` line padded to megabytes once tied a parser's regular expression up for hours.
+    text = "steps: 1 loss: 2.0 " + "a: " * 400_000 + "iter time (s): 1.0\n" + megatron_lines(1, 3)
+    outcome = record_log(run=run, text=text, kind=LogSource.Kind.UPLOAD, source="a.out")
+    assert (outcome.created, outcome.other_lines, outcome.format) == (3, 1, "megatron")
+
+
+def test_a_chunk_continuing_an_untimed_log_is_counted_on_from_where_the_last_ended(run):
+    line = MEGATRON.split("] ", 1)[1]
+    first = "".join(line.format(i=i, samples=i * BATCH) for i in (1, 2))
+    second = "".join(line.format(i=i, samples=i * BATCH) for i in (3, 4))
+    record_log(run=run, text=first, kind=LogSource.Kind.REPORTER, source="s#1", offset=0, ended_at=T0)
+    record_log(
+        run=run,
+        text=second,
+        kind=LogSource.Kind.REPORTER,
+        source="s#1",
+        offset=len(first),
+        ended_at=T0 + timedelta(hours=1),
+    )
+    # 10 s a step: iterations 3 and 4 follow iteration 2 (at T0), not the file's later modification time.
+    assert list(ProgressPoint.objects.order_by("iteration").values_list("at", flat=True)) == [
+        T0 - timedelta(seconds=10), T0, T0 + timedelta(seconds=10), T0 + timedelta(seconds=20),
+    ]  # fmt: skip

@@ -143,3 +143,19 @@ def test_the_organizations_page_lists_its_training_in_bounded_queries(week_of_tr
         page = member_client.get(f"/orgs/{org.slug}/usage/")
     assert len(page.context["training"]) == 4
     assert len(four) == len(one), [q["sql"][:100] for q in four.captured_queries]
+
+
+def test_goodput_never_splits_more_than_the_held_time(org, p5_workload):
+    """Two runs of one workload training side by side, and steps longer than an hour: the parts still sum to the
+    held hours, the runs' work shared in proportion."""
+    allocation = p5_workload.allocation
+    allocation.starts_on, allocation.ends_on = date(2026, 11, 1), date(2026, 12, 31)
+    allocation.save()
+    for name in ("a", "b"):
+        run = run_for(workload=p5_workload, name=name, sequence_length=SEQ)
+        # 60 iterations of 2 h each (one a line), Monday to Saturday.
+        record_points(run=run, points=steps(1, 60, start=at(16, 0), seconds=7200.0))
+    figures = week_goodput([p5_workload], week=WEEK, now=at(30, 0))[p5_workload.pk]
+    parts = figures.down + figures.no_job + figures.startup + figures.lost + figures.skipped + figures.no_progress
+    assert parts + figures.productive == pytest.approx(figures.held)
+    assert figures.productive <= figures.held - figures.down

@@ -64,8 +64,9 @@ def progress_body(*, workload, run, log, source, offset, ended_at, options=None)
 
 
 def text_of(data: bytes) -> str:
-    """`data` as text of as many UTF-8 bytes: a byte that is not UTF-8 (a Latin-1 path, a binary dump) is "?"."""
-    return data.decode("utf-8", SAME_LENGTH)
+    """`data` as text of as many UTF-8 bytes: a byte that is not UTF-8 (a Latin-1 path, a binary dump) is "?", and so
+    is a NUL (the portal refuses text holding one, and the log's next lines would never be sent)."""
+    return data.decode("utf-8", SAME_LENGTH).replace("\x00", "?")
 
 
 def complete_lines(data: bytes) -> bytes:
@@ -152,7 +153,7 @@ def send_log(reporter, args, path: str, state: dict, state_file: str) -> int:
     """Post the new complete lines of one log, chunk by chunk; the posts made."""
     info = os.stat(path)
     ended_at = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(info.st_mtime))
-    options = {"sequence_length": args.sequence_length, "format": args.log_format, "phase": args.phase}
+    options = {"sequence_length": args.sequence_length, "log_format": args.log_format, "phase": args.phase}
     posts = 0
     with open(path, "rb") as handle:
         offset, source = start_of(handle, path, info, state.get(path, {}))
@@ -197,15 +198,21 @@ def report_progress(reporter, args) -> int:
     paths = followed(args, state, log=reporter.log)
     if not paths:
         raise fmp_reporter.Unavailable("no log to follow: give paths or globs, --job or --job-name")
-    posts = 0
+    posts, refused = 0, False
     for path in paths:
         try:
             posts += send_log(reporter, args, path, state, state_file)
         except OSError as error:  # one unreadable log must not stop the others
             print("fmp-progress: {}: {}".format(path, error.strerror or error), file=sys.stderr)
-    if not posts and not args.dry_run:
+        except fmp_reporter.Refused as error:
+            if error.status not in (400, 413):
+                raise  # a wrong token or cluster: every other log would get the same answer
+            # This log's chunk is refused (its message says why): the others still go; it is tried again next run.
+            print("fmp-progress: {}: {}".format(path, error), file=sys.stderr)
+            refused = True
+    if not posts and not args.dry_run and not refused:
         print("progress: nothing new")
-    return 0
+    return fmp_reporter.Refused.exit_code if refused else 0
 
 
 def add_command(commands, option) -> None:

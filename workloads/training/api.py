@@ -41,7 +41,7 @@ def _post(workload: Workload, data: dict, **fields):
         sequence_length=data.get("sequence_length"),
         accelerators=data.get("accelerators"),
         ended_at=data.get("ended_at"),
-        log_format=data.get("format"),
+        log_format=data.get("log_format"),
         **fields,
     )
 
@@ -53,9 +53,9 @@ class ClusterProgressView(ClusterIngestView):
         summary="Post new lines of a training log: a run's progress (the reporter's `progress` command)",
         description="Body: JSON (the fields below), or the log's text as text/plain with the other fields in the "
         "query string. The format is detected (Megatron-LM/Core, Megatron-DeepSpeed, NeMo 2/Lightning, torchtitan, "
-        "Hugging Face Trainer, DeepSpeed, AWS Neuron) unless `format` names it. With `source` and `offset`, text the "
-        "portal has read already is skipped, so a chunk sent twice changes nothing. Lines that are not progress lines "
-        "are counted and skipped; a progress line that cannot be read, a negative step time or tokens going down "
+        "Hugging Face Trainer, DeepSpeed, AWS Neuron) unless `log_format` names it. With `source` and `offset`, text "
+        "the portal has read already is skipped, so a chunk sent twice changes nothing. Lines that are not progress "
+        "lines are counted and skipped; a progress line that cannot be read, a negative step time or tokens going down "
         "without a restart are refused one by one and named in `problems`, the rest kept. The workload must be of "
         "the cluster's organization: any other is a 404.",
         request={"application/json": ProgressLogSerializer, "text/plain": OpenApiTypes.STR},
@@ -68,6 +68,8 @@ class ClusterProgressView(ClusterIngestView):
         workload = Workload.objects.for_org(cluster.organization).filter(pk=data["workload"]).first()
         if workload is None:
             raise exceptions.NotFound(_("No such workload."))
+        if actor is not None:
+            require_progress_writer(actor, workload)  # a person posts as on the workload's own endpoint
         outcome = _post(
             workload,
             data,

@@ -30,6 +30,7 @@ from tenants.models import InstanceType
 from workloads.training.models import ProgressHour, TrainingRun
 
 RECENT = timedelta(days=7)
+HORIZON = timedelta(days=100 * 365)
 
 
 def instance_type_of(run: TrainingRun) -> InstanceType | None:
@@ -110,7 +111,7 @@ class Finish:
     """When the planned tokens are reached at the recent rate, against the allocation's last day."""
 
     remaining_tokens: int
-    on: datetime | None  # None: no progress in the last 7 days, never at this rate
+    on: datetime | None  # None: not within a century at this rate (or no progress in the last 7 days)
     allocation_ends: datetime | None  # the end of the allocation's last day, None without an allocation
     extra_instance_days: float | None = None  # at risk: instance-days beyond the allocation at this rate
 
@@ -155,7 +156,7 @@ def run_figures(runs: list[TrainingRun], *, now: datetime | None = None) -> dict
             productive=Sum("productive_seconds"),
             lost=Sum("lost_seconds"),
             skipped=Sum("skipped_seconds"),
-            new_tokens=Sum("new_tokens"),
+            timed_tokens=Sum("timed_tokens"),
             tflops_sum=Sum("tflops_logged_sum"),
             tflops_count=Sum("tflops_logged_count"),
         )
@@ -166,7 +167,7 @@ def run_figures(runs: list[TrainingRun], *, now: datetime | None = None) -> dict
         sums = totals.get(run.pk, {})
         accelerators, peak, parameters = accelerators_of(run), peak_tflops_of(run), parameters_of(run)
         productive = sums.get("productive") or 0.0
-        rate = (sums.get("new_tokens") or 0) / productive if productive else None
+        rate = (sums.get("timed_tokens") or 0) / productive if productive else None
         computed = None
         if rate and accelerators and parameters:
             computed = model_tflops(parameters=parameters, tokens_per_second=rate, accelerators=accelerators)
@@ -231,7 +232,9 @@ def finish(
 ) -> Finish:
     if remaining <= 0:
         return Finish(remaining_tokens=remaining, on=now, allocation_ends=ends)
-    on = now + timedelta(seconds=remaining / rate) if rate else None
+    seconds = remaining / rate if rate else None
+    # Beyond the horizon is "not at this rate" (a date centuries away says nothing, and past year 9999 none exists).
+    on = now + timedelta(seconds=seconds) if seconds is not None and seconds < HORIZON.total_seconds() else None
     result = Finish(remaining_tokens=remaining, on=on, allocation_ends=ends)
     if result.at_risk and on is not None and instances:
         result.extra_instance_days = (on - ends).total_seconds() / 86_400 * instances

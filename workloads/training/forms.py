@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django import forms
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from workloads.records.models import Workload
+from workloads.training.ingest import EARLIEST
 from workloads.training.logs import FORMATS
 from workloads.training.models import MAX_ACCELERATORS, MAX_SEQUENCE_LENGTH, RUN_NAME
 from workloads.training.services import DEFAULT_RUN
@@ -60,6 +64,12 @@ class LogUploadForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["format"].choices = [("", _("Detect"))] + [(name, p.label) for name, p in FORMATS.items()]
 
+    def clean_ended_at(self):
+        value = self.cleaned_data["ended_at"]
+        if value is not None and not EARLIEST <= value <= timezone.now() + timedelta(days=1):
+            raise forms.ValidationError(_("A time between 2000 and tomorrow."))
+        return value
+
     def clean_log(self):
         upload = self.cleaned_data["log"]
         if upload.size > MAX_UPLOAD_BYTES:
@@ -68,6 +78,6 @@ class LogUploadForm(forms.Form):
                   "follow the log.") % {"size": upload.size / 2**20}
             )  # fmt: skip
         data = upload.read()
-        if b"\x00" in data[:65536]:
+        if b"\x00" in data:
             raise forms.ValidationError(_("This is not a text file (it holds NUL bytes): upload the log as printed."))
         return data.decode("utf-8", errors="replace")

@@ -135,7 +135,9 @@ def week_goodput(workloads, *, week: date, now: datetime | None = None) -> dict[
         sums.lost += lost / 3600
         sums.skipped += skipped / 3600
         if seconds > 0:
-            training[workload].append((hour, min(hour + timedelta(seconds=seconds), hour + HOUR, end)))
+            # The hour's work ends with it; a step longer than the hour began before it.
+            finish = min(hour + HOUR, end)
+            training[workload].append((max(finish - timedelta(seconds=seconds), start), finish))
     for workload, at in RunStart.objects.filter(run__workload__in=ids, at__gte=start - timedelta(days=7), at__lt=end)\
             .values_list("run__workload", "at"):  # fmt: skip
         starts[workload].append(at)
@@ -153,7 +155,16 @@ def week_goodput(workloads, *, week: date, now: datetime | None = None) -> dict[
         figures.no_job = hours(up_held) - hours(jobs_held)
         figures.startup = hours(intersect(_startups(jobs[pk], sorted(starts[pk]), trained), held))
         in_jobs = hours(jobs_held)
-        figures.no_progress = max(in_jobs - figures.startup - figures.productive - figures.lost - figures.skipped, 0)
+        worked = figures.productive + figures.lost + figures.skipped
+        room = max(in_jobs - figures.startup, 0)
+        if worked > room:
+            # Two runs side by side, or step times that overlap, sum more than the wall time: the held time is
+            # split in the shares the runs' work gives, never past it.
+            share = room / worked
+            figures.productive, figures.lost, figures.skipped = (
+                figures.productive * share, figures.lost * share, figures.skipped * share,
+            )  # fmt: skip
+        figures.no_progress = max(room - figures.productive - figures.lost - figures.skipped, 0)
         allocation = workload.allocation
         figures.accelerators = allocation.ranks // _ranks_per_accelerator(allocation) if allocation else 0
         result[pk] = figures

@@ -32,10 +32,25 @@ from django.utils.translation import gettext as _
 
 from workloads.training.figures import accelerators_of, peak_tflops_of
 from workloads.training.logs import FORMATS, ParsedLog, Point, Problem, parse_log
-from workloads.training.models import LogSource, ProgressHour, ProgressPoint, RunStart, TrainingRun
+from workloads.training.models import (
+    MAX_ACCELERATORS,
+    MAX_SEQUENCE_LENGTH,
+    LogSource,
+    ProgressHour,
+    ProgressPoint,
+    RunStart,
+    TrainingRun,
+)
 
 MAX_PROBLEMS_SHOWN = 20
 SILENCE = timedelta(minutes=15)
+# What a logged figure may be: a step of over a week, a time before 2000 or after tomorrow, a count past what the
+# database holds or a loss beyond a million is no training's; the point is refused and its line named.
+MAX_STEP_SECONDS = 7 * 86_400
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+TOO_EARLY = EARLIEST - timedelta(seconds=1)
+MAX_COUNT = 2**62
+MAX_LOSS = 1e6
 BATCH = 5_000
 POINT_FIELDS = ("tokens", "loss", "learning_rate", "grad_norm", "step_seconds", "tflops_logged", "tokens_per_second")
 
@@ -55,6 +70,7 @@ class Outcome:
     problems: list[Problem] = field(default_factory=list)
     skipped_bytes: int = 0  # text already read (a chunk sent again)
     format: str | None = None
+    last_at: datetime | None = None  # the time of the post's last point recorded
 
     @property
     def format_label(self) -> str:
@@ -97,6 +113,10 @@ def record_log(
             run=run, kind=kind, name=source[:500], defaults={"organization_id": run.organization_id}
         )
         skipped = 0
+        # A chunk continuing its log (the reporter's next one) reads on where the last stopped: its parser's state,
+        # its format, its time; a log read from its start (an upload, a first chunk) starts afresh, so reading it
+        # again gives the same iterations.
+        continues = bool(offset) and offset <= log_source.next_offset
         if offset is not None:
             data = text.encode("utf-8")
             if offset + len(data) <= log_source.next_offset:
@@ -105,13 +125,11 @@ def record_log(
                 skipped = log_source.next_offset - offset
                 text = data[skipped:].decode("utf-8", errors="replace")
             log_source.next_offset = offset + len(data)
-        # A chunk continuing a log reads on where its parser stopped; a log read from its start (an upload, a
-        # reporter's first chunk) starts afresh, so reading it again gives the same iterations.
-        state = log_source.parser_state if offset else {}
+        state = log_source.parser_state if continues else {}
         settings = state.get("settings") or {}
         parsed = parse_log(
-            text,
-            format=log_format or run.log_format or None,
+            text.replace("\x00", ""),
+            format=log_format or (run.log_format if continues else None) or None,
             options={**settings, **_options(run)},
             carried=state.get("carried"),
         )
@@ -122,7 +140,9 @@ def record_log(
                 {"ended_at": [_("This log prints no times: give the time its last line was written (the file's "
                                 "modification time, `ls -l --time-style=full-iso`).")]}
             )  # fmt: skip
-        outcome = _record(run, parsed, new_text=offset is not None, ended_at=ended_at)
+        after = log_source.last_at if continues else None
+        outcome = _record(run, parsed, new_text=offset is not None, continues=continues, ended_at=ended_at, after=after)
+        log_source.last_at = outcome.last_at or log_source.last_at
         outcome.skipped_bytes = skipped
         outcome.lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
         log_source.lines += outcome.lines
@@ -130,7 +150,7 @@ def record_log(
         log_source.problems += len(parsed.problems)
         if outcome.problems:
             last = outcome.problems[-1]
-            log_source.last_problem = f"line {last.line}: {last.message}"[:500]
+            log_source.last_problem = f"line {last.line}: {last.message}".replace("\x00", "")[:500]
         log_source.save()
         return outcome
 
@@ -143,7 +163,7 @@ def record_points(*, run: TrainingRun, points: list[Point], ended_at: datetime |
             run=run, kind=LogSource.Kind.API, name="api", defaults={"organization_id": run.organization_id}
         )
         parsed = ParsedLog(format=None, points=points, problems=[], other_lines=0, settings={})
-        outcome = _record(run, parsed, new_text=False, ended_at=ended_at)
+        outcome = _record(run, parsed, new_text=False, continues=False, ended_at=ended_at)
         log_source.lines += len(points)
         log_source.problems += len(outcome.problems)
         log_source.save()
@@ -159,33 +179,46 @@ class _Run:
 
     def __init__(self, run: TrainingRun, parsed: ParsedLog) -> None:
         settings = parsed.settings
-        self.sequence_length = run.sequence_length or _int(settings.get("seq_length"))
+        self.sequence_length = run.sequence_length or _int(settings.get("seq_length"), MAX_SEQUENCE_LENGTH)
         self.batch = _int(settings.get("global_batch_size"))
-        self.accelerators = accelerators_of(run, logged_world_size=_int(settings.get("world_size")))
+        self.accelerators = accelerators_of(run)
         self.peak = peak_tflops_of(run)
         self.parameters = run.workload.active_parameter_count or run.workload.parameter_count
 
 
-def _int(value) -> int | None:
+def _int(value, limit: int = MAX_COUNT) -> int | None:
+    """A setting the log printed (a sequence length, a batch, a world size), when it is a count a run can have."""
     try:
         number = int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
-    return number if number > 0 else None
+    return number if 0 < number <= limit else None
 
 
-def _record(run: TrainingRun, parsed: ParsedLog, *, new_text: bool, ended_at: datetime | None) -> Outcome:
+def _record(
+    run: TrainingRun,
+    parsed: ParsedLog,
+    *,
+    new_text: bool,
+    continues: bool,
+    ended_at: datetime | None,
+    after: datetime | None = None,
+) -> Outcome:
     outcome = Outcome(format=parsed.format, points=len(parsed.points), other_lines=parsed.other_lines)
     outcome.problems.extend(parsed.problems)
     if parsed.format and not run.log_format:
         run.log_format = parsed.format
-    if not run.sequence_length and _int(parsed.settings.get("seq_length")):
-        run.sequence_length = _int(parsed.settings["seq_length"])
+    if not run.sequence_length and _int(parsed.settings.get("seq_length"), MAX_SEQUENCE_LENGTH):
+        run.sequence_length = _int(parsed.settings["seq_length"], MAX_SEQUENCE_LENGTH)
+    world_size = _int(parsed.settings.get("world_size"), MAX_ACCELERATORS * 64)
+    if not run.accelerators and world_size:
+        # The log's world size says what the run trains on, better than the record's layout: kept with the run.
+        run.accelerators = min(accelerators_of(run, logged_world_size=world_size) or 0, MAX_ACCELERATORS) or None
     if not parsed.points:
         run.save()
         return outcome
     facts = _Run(run, parsed)
-    if new_text and run.last_iteration is not None and parsed.points[0].iteration == run.last_iteration:
+    if continues and run.last_iteration is not None and parsed.points[0].iteration == run.last_iteration:
         # A format printing a step over several lines (DeepSpeed's engine line, then its `steps:` line) cut
         # between two chunks: the first point completes the one kept, it is neither new work nor a restart.
         _complete(run, parsed.points.pop(0), facts)
@@ -194,10 +227,21 @@ def _record(run: TrainingRun, parsed: ParsedLog, *, new_text: bool, ended_at: da
             run.save()
             return outcome
     own_time = {id(point) for point in parsed.points if point.at is not None}  # printed or posted, not counted back
-    points = _timed(parsed.points, ended_at or timezone.now())
+    points, refused = _timed(_bounded(parsed.points, outcome), ended_at or timezone.now(), after=after)
+    outcome.problems.extend(refused)
+    prepared = []
+    for point in points:
+        row, problem = _row(run, point, facts)
+        if problem:
+            outcome.problems.append(problem)
+        else:
+            prepared.append((point, row))
+    # What was sent before: a re-post (no offset says the text is new), or a point carrying its own time read again
+    # (the same log followed twice). The last occurrence of an iteration in the post decides: when it is the point
+    # kept, every occurrence is a re-send, the restart inside an uploaded log included.
     existing = {}
-    if not new_text and run.high_iteration is not None:
-        low = min(p.iteration for p in points)
+    if run.high_iteration is not None and (not new_text or own_time):
+        low = min(point.iteration for point, _row_ in prepared) if prepared else run.high_iteration + 1
         if low <= run.high_iteration:
             existing = {
                 row["iteration"]: row
@@ -205,20 +249,27 @@ def _record(run: TrainingRun, parsed: ParsedLog, *, new_text: bool, ended_at: da
                     run=run, iteration__gte=low, iteration__lte=run.high_iteration
                 ).values("iteration", "at", *POINT_FIELDS)
             }
+    final = {point.iteration: (point, row) for point, row in prepared}
+    resent = {
+        iteration
+        for iteration, (point, row) in final.items()
+        if iteration in existing
+        and (not new_text or id(point) in own_time)
+        and _same(existing[iteration], row, id(point) in own_time)
+    }
+    seen: dict[int, ProgressPoint] = {}
     rows: list[ProgressPoint] = []
     starts: list[RunStart] = []
     hours: dict[datetime, dict] = defaultdict(_hour)
     last, high, previous_at = run.last_iteration, run.high_iteration, run.last_point_at
     # The tokens at the last point; None before a run's first point that starts mid-run (what came before is unknown).
     tokens: int | None = run.tokens if last is not None else None
-    for point in points:
-        row, problem = _row(run, point, facts)
-        if problem:
-            outcome.problems.append(problem)
+    for point, row in prepared:
+        repeat = seen.get(point.iteration)
+        if point.iteration in resent or (repeat is not None and _same(_values(repeat), row, id(point) in own_time)):
+            outcome.unchanged += 1  # sent before, or printed twice in this post
             continue
-        if existing and point.iteration in existing and _same(existing[point.iteration], row, id(point) in own_time):
-            outcome.unchanged += 1
-            continue
+        seen[point.iteration] = row
         span = max(point.iterations_in_interval, 1)
         before = tokens
         start = None
@@ -281,6 +332,7 @@ def _record(run: TrainingRun, parsed: ParsedLog, *, new_text: bool, ended_at: da
         previous_at = row.at
         run.first_point_at = min(run.first_point_at or row.at, row.at)
         run.last_point_at = max(run.last_point_at or row.at, row.at)
+        outcome.last_at = row.at
         rows.append(row)
     _save_points(rows)
     RunStart.objects.bulk_create(starts)
@@ -308,18 +360,60 @@ def _complete(run: TrainingRun, point: Point, facts: _Run) -> None:
         hour.update(productive_seconds=F("productive_seconds") + kept.step_seconds)
 
 
-def _timed(points: list[Point], ended_at: datetime) -> list[Point]:
-    """Points without their own time are counted back from `ended_at`, the time the last line was written."""
+def _bounded(points: list[Point], outcome: Outcome) -> list[Point]:
+    """The points whose own figures a run can have; the others refused, their lines named."""
+    kept = []
+    tomorrow = timezone.now() + timedelta(days=1)
+    for point in points:
+        problem = None
+        if point.step_seconds is not None and point.step_seconds > MAX_STEP_SECONDS:
+            problem = _("a step time of %(s)s s, over a week") % {"s": f"{point.step_seconds:,.0f}"}
+        elif point.at is not None and not EARLIEST <= point.at <= tomorrow:
+            problem = _("a time of %(at)s, before 2000 or after tomorrow") % {"at": point.at.isoformat()}
+        elif point.iteration > MAX_COUNT or max(point.tokens or 0, point.consumed_samples or 0) > MAX_COUNT:
+            problem = _("an iteration or a count beyond any run (%(n)s)") % {"n": point.iteration}
+        elif point.loss is not None and abs(point.loss) > MAX_LOSS:
+            problem = _("a loss of %(loss)s, beyond a million") % {"loss": f"{point.loss:.3g}"}
+        if problem:
+            outcome.problems.append(Problem(point.line, problem))
+        else:
+            kept.append(point)
+    return kept
+
+
+def _timed(
+    points: list[Point], ended_at: datetime, *, after: datetime | None = None
+) -> tuple[list[Point], list[Problem]]:
+    """Points without their own time, dated: counted forward, step by step, from the last point of the same log
+    (`after`, a chunk continuing it; never past `ended_at`), else back from `ended_at`, the time the last line was
+    written. One counted back before 2000 is refused (step times that cannot be)."""
     if all(point.at is not None for point in points):
-        return points
+        return points, []
+    if after is not None:
+        at = after
+        for point in points:
+            if point.at is not None:
+                at = point.at
+                continue
+            at = min(at + timedelta(seconds=_seconds(point)), ended_at)
+            point.at = at
+        return points, []
     at = ended_at
     for point in reversed(points):
         if point.at is not None:
             at = point.at
             continue
         point.at = at
-        at -= timedelta(seconds=(point.step_seconds or 0) * max(point.iterations_in_interval, 1))
-    return points
+        at -= timedelta(seconds=_seconds(point))
+    early = [point for point in points if point.at < EARLIEST]
+    refused = [
+        Problem(p.line, _("counted back from the log's end, a time before 2000: step times too long")) for p in early
+    ]
+    return [point for point in points if point.at >= EARLIEST], refused
+
+
+def _seconds(point: Point) -> float:
+    return (point.step_seconds or 0) * max(point.iterations_in_interval, 1)
 
 
 def _silence(step_seconds: float | None, span: int) -> timedelta:
@@ -353,8 +447,11 @@ def _add(hour: dict, row: ProgressPoint, span: int, tokens_before: int | None) -
         bad = min(span, row.skipped + row.nan)
         hour["skipped_seconds"] += (row.step_seconds or 0) * bad
         if tokens_before is not None and row.tokens is not None and not getattr(row, "rate_implausible", False):
-            hour["productive_seconds"] += (row.step_seconds or 0) * (span - bad)
-            hour["new_tokens"] += max(row.tokens - tokens_before, 0)
+            gained = max(row.tokens - tokens_before, 0)
+            hour["new_tokens"] += gained
+            if row.step_seconds:  # a throughput needs both sides: tokens without their time would inflate it
+                hour["productive_seconds"] += row.step_seconds * (span - bad)
+                hour["timed_tokens"] += gained
     if row.tflops_logged is not None and not getattr(row, "logged_implausible", False):
         hour["tflops_sum"] += row.tflops_logged
         hour["tflops_count"] += 1
@@ -374,6 +471,8 @@ def _row(run: TrainingRun, point: Point, facts: _Run) -> tuple[ProgressPoint | N
     batch = point.global_batch_size or facts.batch
     if tokens is None and batch and facts.sequence_length:
         tokens = point.iteration * batch * facts.sequence_length
+    if tokens is not None and tokens > MAX_COUNT:
+        return None, Problem(point.line, _("%(n)s tokens: beyond any run") % {"n": f"{tokens:,}"})
     tokens_per_second = point.tokens_per_second
     if tokens_per_second is None and point.tokens_per_second_per_accelerator is not None and facts.accelerators:
         tokens_per_second = point.tokens_per_second_per_accelerator * facts.accelerators
@@ -408,6 +507,10 @@ def _rate(row: ProgressPoint, facts: _Run, span: int, tokens_before: int | None)
         mfu = 6 * facts.parameters * row.tokens_per_second / (facts.accelerators * facts.peak * 1e12)
         if mfu > 1:
             row.implausible = row.rate_implausible = True  # faster than the hardware: the step time is wrong
+
+
+def _values(row: ProgressPoint) -> dict:
+    return {name: getattr(row, name) for name in ("at", *POINT_FIELDS)}
 
 
 def _same(kept: dict, row: ProgressPoint, timed: bool) -> bool:
@@ -451,6 +554,7 @@ def _save_hours(run: TrainingRun, hours: dict[datetime, dict]) -> None:
         row.tokens_end = work["tokens_end"]
         row.iterations += work["iterations"]
         row.new_tokens += int(work["new_tokens"])
+        row.timed_tokens += int(work["timed_tokens"])
         row.productive_seconds += work["productive_seconds"]
         row.lost_seconds += work["lost_seconds"]
         row.skipped_seconds += work["skipped_seconds"]
@@ -470,6 +574,7 @@ def _save_hours(run: TrainingRun, hours: dict[datetime, dict]) -> None:
             "tokens_end",
             "iterations",
             "new_tokens",
+            "timed_tokens",
             "productive_seconds",
             "lost_seconds",
             "skipped_seconds",

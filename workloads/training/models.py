@@ -195,6 +195,7 @@ class ProgressHour(models.Model):
     tokens_end = models.PositiveBigIntegerField(null=True, blank=True)  # the run's tokens at the hour's last point
     iterations = models.PositiveIntegerField(default=0)  # computed in the hour, again or not
     new_tokens = models.PositiveBigIntegerField(default=0)  # tokens the hour's first-time iterations trained
+    timed_tokens = models.PositiveBigIntegerField(default=0)  # of those, the ones whose step time is known: throughput
     productive_seconds = models.FloatField(default=0)  # first-time iterations, less skipped and nan ones
     lost_seconds = models.FloatField(default=0)  # iterations computed again after a restart
     skipped_seconds = models.FloatField(default=0)  # skipped and nan iterations
@@ -229,6 +230,7 @@ class LogSource(models.Model):
     kind = models.CharField(_("from"), max_length=16, choices=Kind.choices)
     name = models.CharField(_("log"), max_length=500)  # a path, a file name, or "api"
     next_offset = models.PositiveBigIntegerField(default=0)
+    last_at = models.DateTimeField(null=True, blank=True)  # its last point's time: a next chunk printing none counts on
     lines = models.PositiveBigIntegerField(_("lines read"), default=0)
     other_lines = models.PositiveBigIntegerField(_("other lines skipped"), default=0)
     problems = models.PositiveBigIntegerField(_("lines refused"), default=0)

@@ -63,7 +63,7 @@ def organizations_week(organization_ids, *, week: date, now: datetime | None = N
         row["run"]: row
         for row in ProgressHour.objects.filter(run__in=[r.pk for r in runs], hour__gte=start, hour__lt=end)
         .values("run")
-        .annotate(tokens=Sum("new_tokens"), seconds=Sum("productive_seconds"))
+        .annotate(tokens=Sum("timed_tokens"), seconds=Sum("productive_seconds"))
     }
     flops, capacity = defaultdict(float), defaultdict(float)
     for run in runs:

@@ -4,13 +4,16 @@ the summary and downsampled series the API answers."""
 from __future__ import annotations
 
 import math
+from datetime import datetime, timedelta
 
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
 from portal import serializers as api
 from workloads.records.models import Workload
 from workloads.reporting.ingest import report_field
+from workloads.training.ingest import EARLIEST, MAX_LOSS, MAX_STEP_SECONDS
 from workloads.training.logs import FORMATS, Point
 from workloads.training.models import MAX_ACCELERATORS, MAX_SEQUENCE_LENGTH
 
@@ -18,6 +21,11 @@ MAX_POINTS_POSTED = 10_000
 MAX_ITERATION = 2**62
 MAX_COUNT = 2**62
 NOT_FINITE = _("A finite number: send null for a value the run did not log (nan).")
+
+
+def plausible_time(value: datetime) -> None:
+    if not EARLIEST <= value <= timezone.now() + timedelta(days=1):
+        raise serializers.ValidationError(_("A time between 2000 and tomorrow."))
 
 
 class FiniteFloatField(serializers.FloatField):
@@ -36,6 +44,7 @@ class FiniteFloatField(serializers.FloatField):
 
 
 def format_field() -> serializers.ChoiceField:
+    # `log_format`, not `format`: DRF reads ?format= for itself (json, api), so a text/plain post could not name it.
     return serializers.ChoiceField(
         choices=[(name, parser.label) for name, parser in FORMATS.items()],
         required=False,
@@ -74,8 +83,10 @@ class RunFields(api.Serializer):
     )
     ended_at = serializers.DateTimeField(
         required=False,
-        help_text="When the last line was written (a log file's modification time), for logs that print no "
-        "times: earlier lines are counted back from it, step time by step time. Default: now.",
+        validators=[plausible_time],
+        help_text="When the last line was written (a log file's modification time): needed for a log that prints "
+        "no times (its lines are counted back from it, step time by step time); points without a time default to "
+        "now. Between 2000 and tomorrow.",
     )
 
 
@@ -99,7 +110,7 @@ class ProgressLogSerializer(RunFields):
         max_value=2**62,
         help_text="Byte offset of `log` in `source`. Text before what the portal has read of the source is skipped.",
     )
-    format = format_field()
+    log_format = format_field()
 
     def validate(self, data: dict) -> dict:
         if ("offset" in data) != ("source" in data):
@@ -109,7 +120,11 @@ class ProgressLogSerializer(RunFields):
 
 class PointSerializer(api.Serializer):
     iteration = serializers.IntegerField(min_value=0, max_value=MAX_ITERATION, help_text="The optimizer step.")
-    time = serializers.DateTimeField(required=False, help_text="When the step ended (default: counted back).")
+    time = serializers.DateTimeField(
+        required=False,
+        validators=[plausible_time],
+        help_text="When the step ended, between 2000 and tomorrow (default: counted back from ended_at, else now).",
+    )
     consumed_samples = serializers.IntegerField(
         required=False, allow_null=True, min_value=0, max_value=MAX_COUNT, help_text="Samples trained so far."
     )
@@ -119,10 +134,10 @@ class PointSerializer(api.Serializer):
     global_batch_size = serializers.IntegerField(
         required=False, allow_null=True, min_value=1, max_value=MAX_COUNT, help_text="Samples in a step."
     )
-    loss = FiniteFloatField(help_text="The training loss; null when nan.")
+    loss = FiniteFloatField(min_value=-MAX_LOSS, max_value=MAX_LOSS, help_text="The training loss; null when nan.")
     learning_rate = FiniteFloatField(help_text="The learning rate.")
     grad_norm = FiniteFloatField(help_text="The gradient norm; null when nan.")
-    step_seconds = FiniteFloatField(min_value=0, help_text="Seconds the step took.")
+    step_seconds = FiniteFloatField(min_value=0, max_value=MAX_STEP_SECONDS, help_text="Seconds the step took.")
     tflops_per_accelerator = FiniteFloatField(min_value=0, help_text="TFLOP/s per accelerator, as logged.")
     tokens_per_second = FiniteFloatField(min_value=0, help_text="Tokens per second of the whole job, as logged.")
     skipped_iterations = serializers.IntegerField(
@@ -148,7 +163,7 @@ class ProgressPostSerializer(RunFields):
         max_length=2_000_000,
         help_text="A log's text instead of points (larger logs: the upload page or the cluster endpoint).",
     )
-    format = format_field()
+    log_format = format_field()
 
     def validate(self, data: dict) -> dict:
         if ("points" in data) == ("log" in data):

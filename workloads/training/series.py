@@ -93,7 +93,7 @@ def _from_hours(figures: RunFigures, limit: int) -> list[Sample]:
             tokens=Max("tokens_end"),
             loss_sum=Sum("loss_sum"),
             loss_count=Sum("loss_count"),
-            new_tokens=Sum("new_tokens"),
+            timed_tokens=Sum("timed_tokens"),
             seconds=Sum("productive_seconds"),
             tflops_sum=Sum("tflops_logged_sum"),
             tflops_count=Sum("tflops_logged_count"),
@@ -103,7 +103,7 @@ def _from_hours(figures: RunFigures, limit: int) -> list[Sample]:
     )
     samples = []
     for row in buckets:
-        rate = row["new_tokens"] / row["seconds"] if row["seconds"] else None
+        rate = row["timed_tokens"] / row["seconds"] if row["seconds"] else None
         samples.append(
             Sample(
                 at=datetime.fromtimestamp(row["last_hour"] * 3600, UTC),

@@ -114,7 +114,7 @@ def progress_export(request, pk: int):
     hours = ProgressHour.objects.for_org(workload.organization).filter(run__in=list(figures)).order_by("run", "hour")
     for row in hours.iterator(chunk_size=2000):
         item = figures[row.run_id]
-        rate = row.new_tokens / row.productive_seconds if row.productive_seconds else None
+        rate = row.timed_tokens / row.productive_seconds if row.productive_seconds else None
         writer.writerow(
             [
                 item.run.name, row.hour.isoformat(), row.first_iteration, row.last_iteration, row.iterations,

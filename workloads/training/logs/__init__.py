@@ -11,6 +11,9 @@ from __future__ import annotations
 from workloads.training.logs.base import FORMATS, LineParser, ParsedLog, Point, Problem, clean_line, register
 
 DETECT_LINES = 5_000
+# No progress line of any format is near this long; a longer one (a dump, a binary run into the log) is skipped unread,
+# so no parser's regular expression ever runs over megabytes of one line.
+MAX_LINE_CHARS = 4_096
 
 
 def detect(lines: list[str]) -> type[LineParser] | None:
@@ -32,11 +35,12 @@ def parse_log(
     if raw and raw[-1] == "":
         raw.pop()
     entries: list[tuple[int, str]] = []
+    too_long = 0  # skipped unread, counted with the other lines
     for number, line in enumerate(raw, start=1):
-        if "\r" in line.rstrip("\r"):
-            entries.extend((number, clean_line(piece)) for piece in line.split("\r") if piece.strip())
-        else:
-            entries.append((number, clean_line(line)))
+        redrawn = "\r" in line.rstrip("\r")
+        pieces = [piece for piece in line.split("\r") if piece.strip()] if redrawn else [line]
+        entries.extend((number, clean_line(piece)) for piece in pieces if len(piece) <= MAX_LINE_CHARS)
+        too_long += sum(1 for piece in pieces if len(piece) > MAX_LINE_CHARS)
     parser_class = FORMATS[format] if format else detect([line for _number, line in entries[:DETECT_LINES]])
     if parser_class is None:
         # No progress line yet (a job's start-up output): what every format reads of the run's settings (an
@@ -48,7 +52,7 @@ def parse_log(
     parser.restore(carried or {})  # where the log's previous chunk left its parser (workloads.training.ingest)
     points: list[Point] = []
     problems: list[Problem] = []
-    other = 0
+    other = too_long
     for number, line in entries:
         found = parser.feed(line, number)
         if isinstance(found, Point):

@@ -40,7 +40,6 @@ from workloads.training.logs.base import LineParser, Point, Problem, number, reg
 
 _STEPS_START = re.compile(r"\s*steps: \d+ loss: ")
 _STEPS = re.compile(r"\s*steps: (\d+) loss: (\S+) (.*?)iter time \(s\): ([^\s,]+)(?: samples/sec: ([^\s,]+))?")
-_EXTRA_LOSS = re.compile(r"([A-Za-z_][\w ]*?): (\S+)")
 _ENGINE = re.compile(r"\[Rank 0\] step=(\d+), skipped=(\d+), lr=\[([^\],]*)")
 _TIMER = re.compile(r"global_step=(\d+), RunningAvgSamplesPerSec=[^,]+, CurrSamplesPerSec=([^,]+)")
 _TIMER_OLD = re.compile(r"\] \d+/(\d+), SamplesPerSec=([^,]+)")
@@ -118,10 +117,10 @@ class DeepSpeedParser(LineParser):
         point.loss = number(loss_text)
         point.nan_iterations = 1 if point.loss is None and loss_text.lower().lstrip("+-") in ("nan", "inf") else 0
         point.step_seconds = number(found.group(4))
-        for name, value in _EXTRA_LOSS.findall(found.group(3)):
+        for name, value in _extra_losses(found.group(3)):
             value = number(value)
             if value is not None:
-                point.losses[name.strip()] = value
+                point.losses[name] = value
         self._rate(point, number(found.group(5)))
         return point if new else None
 
@@ -172,6 +171,23 @@ class DeepSpeedParser(LineParser):
             return datetime(year, month, day, hour, minute, second, millisecond * 1000, tzinfo=self._zone)
         except ValueError:
             return None
+
+
+def _extra_losses(text: str) -> list[tuple[str, str]]:
+    """`moe loss: 0.01 lm loss: 2.3` as (name, value) pairs, word by word (a regular expression with a lazy name
+    before each colon took quadratic time on a long line)."""
+    pairs, name = [], []
+    words = text.split()
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word.endswith(":") and index + 1 < len(words):
+            pairs.append((" ".join([*name, word[:-1]]), words[index + 1]))
+            name, index = [], index + 2
+            continue
+        name.append(word)
+        index += 1
+    return pairs
 
 
 def _zone(options: dict) -> tzinfo:

@@ -48,9 +48,6 @@ _HEAD = re.compile(
     r"(?:\[(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?)(Z|[+-]\d\d:?\d\d)?\]\s*)?"
     r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|"
 )
-# One `key: value |` field. Possessive quantifiers keep this a single pass; a field without its closing `|` (a line
-# cut in the middle of it) is never matched, so a value cut short is never read as a shorter number.
-_FIELD = re.compile(r" *+([^|:]*+): *+([^|]*+)\|")
 # A line of the argument dump Megatron prints at start-up: two spaces, the name, dots, the value.
 _ARGUMENT = re.compile(r"\s*([a-z][a-z0-9_]*) \.{2,} (\S.*)$")
 # What the ingest uses of the run's arguments (all whole numbers).
@@ -77,6 +74,18 @@ _SLOTS = {
     "lm_loss": _LOSS,  # GPT-NeoX
 }
 _MARK = "elapsed time per iteration"
+
+
+def _fields(line: str, start: int) -> list[tuple[str, str]]:
+    """The `key: value |` fields after `start`, split (a regular expression over the rest of the line took quadratic
+    time on a long line without `|`). The text after the last `|` is no field: a line cut in the middle of a field
+    never reads its value cut short as a shorter number."""
+    fields = []
+    for part in line[start:].split("|")[:-1]:
+        key, colon, text = part.partition(":")
+        if colon:
+            fields.append((key.strip(), text.strip()))
+    return fields
 
 
 def _value(text: str | None) -> float | None:
@@ -138,7 +147,7 @@ class MegatronParser(LineParser):
         raw: list[str | None] = [None] * 13
         losses: dict[str, float] = {}
         slot_of = _SLOTS.get
-        for key, text in _FIELD.findall(line, head.end()):
+        for key, text in _fields(line, head.end()):
             slot = slot_of(key)
             if slot is not None:
                 if raw[slot] is not None:
