@@ -26,6 +26,9 @@
     const format = formatter(unit || {});
     option.textStyle = Object.assign({ fontFamily: getComputedStyle(document.body).fontFamily }, option.textStyle);
     if (option.tooltip && !option.tooltip.formatter) option.tooltip.valueFormatter = format;
+    // The server leaves room for the legend's rows at a desktop's width; on a phone's they would wrap into more rows
+    // than that and over the plot, so the legend keeps one row there and pages through its entries instead.
+    if (option.legend && element.clientWidth < 600) option.legend = Object.assign({}, option.legend, { type: "scroll" });
     // SVG, not canvas: the chart's texts are in the page (readable by the browser tests, selectable, crisp).
     const chart = window.echarts.init(element, null, { renderer: "svg" });
     chart.setOption(option);
