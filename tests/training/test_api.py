@@ -94,8 +94,8 @@ def script(member):
 
 
 POINTS = [
-    {"iteration": 1, "time": "2026-11-20T00:00:10Z", "tokens": 4_194_304, "loss": 3.2, "step_seconds": 10},
-    {"iteration": 2, "time": "2026-11-20T00:00:20Z", "tokens": 8_388_608, "loss": None, "step_seconds": 10},
+    {"iteration": 1, "time": "2026-11-20T00:00:10Z", "tokens_trained": 4_194_304, "loss": 3.2, "step_seconds": 10},
+    {"iteration": 2, "time": "2026-11-20T00:00:20Z", "tokens_trained": 8_388_608, "loss": None, "step_seconds": 10},
 ]
 
 
@@ -106,12 +106,12 @@ def test_a_script_posts_points_and_reads_the_summary(script, p5_workload):
     assert answer.json()["created"] == 2
     assert script.post(url, {"run": "pretrain", "points": POINTS}, format="json").json()["unchanged"] == 2
     summary = script.get(url + "?points=10").json()
-    assert (summary["tokens"], summary["planned_tokens"]) == (8_388_608, 2 * 10**12)
+    assert (summary["tokens_trained"], summary["planned_tokens"]) == (8_388_608, 2 * 10**12)
     run = summary["runs"][0]
     assert (run["name"], run["points"], run["last_loss"], run["accelerators"]) == ("pretrain", 2, 3.2, 64)
     # 8,388,608 tokens in 20 s on 64 H100s: 6 × 8e9 × 419,430.4 ÷ (64 × 989e12) = 0.318072.
     assert run["tokens_per_second"] == pytest.approx(419_430.4)
-    assert run["mfu"] == pytest.approx(0.318072, abs=1e-6)
+    assert run["achieved_mfu"] == pytest.approx(0.318072, abs=1e-6)
     assert [sample["iteration"] for sample in run["series"]] == [1, 2]
     assert script.get(url + "?points=0").json()["runs"][0]["series"] == []
     assert script.get(url + "?points=1001").status_code == 400
@@ -212,9 +212,9 @@ def test_counts_beyond_any_run_are_refused_lines_not_errors(script, p5_workload)
 def test_a_run_too_slow_to_ever_finish_is_at_risk_not_an_error(script, member_client, p5_workload):
     """A week down then one small step: the plan is not reached within a century; every page still answers."""
     url = f"/api/v1/workloads/{p5_workload.pk}/progress/"
-    old = [{"iteration": 1, "time": "2026-10-01T00:00:00Z", "tokens": 1_000_000, "step_seconds": 10}]
+    old = [{"iteration": 1, "time": "2026-10-01T00:00:00Z", "tokens_trained": 1_000_000, "step_seconds": 10}]
     script.post(url, {"points": old}, format="json")
-    recent = [{"iteration": 2, "tokens": 1_000_100, "step_seconds": 10}]
+    recent = [{"iteration": 2, "tokens_trained": 1_000_100, "step_seconds": 10}]
     script.post(url, {"points": recent}, format="json")
     finish = script.get(url).json()["finish"]
     assert (finish["on"], finish["at_risk"]) == (None, True)

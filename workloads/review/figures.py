@@ -70,7 +70,7 @@ class OrgWeek:
     @property
     def is_quiet(self) -> bool:
         return not (self.open_cases or self.opened or self.resolved or self.workloads or self.action_items
-                    or self.at_risk)  # fmt: skip
+                    or self.at_risk or self.training.reporting)  # fmt: skip
 
 
 @dataclass

@@ -20,6 +20,4 @@ class ReviewTable(SortedTable):
     utilization = Column(_("Utilization"), accessor="usage__utilization", unit=_("change"), numeric=True)
     running_cost = Column(_("Running cost"), accessor="usage__running_cost", unit=_("of allocated"), numeric=True)
     idle_cost = Column(_("Idle cost"), accessor="usage__idle_cost", numeric=True)
-    mfu = Column(_("MFU"), accessor="training__mfu", numeric=True)
-    goodput = Column(_("Goodput"), accessor="training__goodput_ratio", numeric=True)
-    at_risk = Column(_("Training at risk"), accessor="counts__at_risk", numeric=True)
+

@@ -86,10 +86,14 @@ class ClusterProgressView(ClusterIngestView):
 class SampleSerializer(serializers.Serializer):
     at = serializers.DateTimeField(help_text="The end of the sample (an iteration, or a bucket of hours).")
     iteration = serializers.IntegerField(help_text="The last iteration in the sample.")
-    tokens = serializers.IntegerField(allow_null=True, help_text="Tokens trained at that iteration.")
+    tokens_trained = serializers.IntegerField(
+        source="tokens", allow_null=True, help_text="Tokens trained at that iteration."
+    )
     loss = serializers.FloatField(allow_null=True, help_text="Training loss (the bucket's mean).")
     tokens_per_second = serializers.FloatField(allow_null=True, help_text="Throughput of the whole job.")
-    mfu = serializers.FloatField(allow_null=True, help_text="Model FLOPs utilization, 0–1, from the throughput.")
+    achieved_mfu = serializers.FloatField(
+        source="mfu", allow_null=True, help_text="Model FLOPs utilization, 0–1, from the throughput."
+    )
     logged_tflops = serializers.FloatField(allow_null=True, help_text="TFLOP/s per accelerator, as logged.")
     restarts = serializers.IntegerField(help_text="Restarts in the sample.")
 
@@ -99,7 +103,9 @@ class RunSummarySerializer(serializers.Serializer):
     phase = serializers.CharField(source="run.phase", help_text="The run's phase.")
     log_format = serializers.CharField(source="run.log_format", help_text="The log format read; empty for points.")
     planned_tokens = serializers.IntegerField(allow_null=True, help_text="The run's plan, else the workload's.")
-    tokens = serializers.IntegerField(help_text="Tokens trained (at the last iteration; lost work not counted).")
+    tokens_trained = serializers.IntegerField(
+        source="tokens", help_text="Tokens trained (at the last iteration; lost work not counted)."
+    )
     fraction = serializers.FloatField(allow_null=True, help_text="Tokens ÷ planned tokens.")
     sequence_length = serializers.IntegerField(
         source="run.sequence_length", allow_null=True, help_text="Tokens per sample."
@@ -127,7 +133,9 @@ class RunSummarySerializer(serializers.Serializer):
     recent_tokens_per_second = serializers.FloatField(
         allow_null=True, help_text="Tokens gained in the last 7 days ÷ 7 days (idle time included)."
     )
-    mfu = serializers.FloatField(allow_null=True, help_text="6 · N · tokens/s ÷ (accelerators × peak), 0–1.")
+    achieved_mfu = serializers.FloatField(
+        source="mfu", allow_null=True, help_text="6 · N · tokens/s ÷ (accelerators × peak), 0–1 (beside expected_mfu)."
+    )
     computed_tflops = serializers.FloatField(allow_null=True, help_text="6 · N · tokens/s ÷ accelerators, TFLOP/s.")
     logged_tflops = serializers.FloatField(allow_null=True, help_text="Mean logged TFLOP/s per accelerator.")
     productive_hours = serializers.FloatField(help_text="Hours of first-time, good iterations.")
@@ -167,7 +175,7 @@ class GoodputSerializer(serializers.Serializer):
 class ProgressSummarySerializer(serializers.Serializer):
     workload = serializers.IntegerField(help_text="Id of the workload.")
     planned_tokens = serializers.IntegerField(allow_null=True, help_text="The workload's target tokens.")
-    tokens = serializers.IntegerField(help_text="Tokens trained, every run.")
+    tokens_trained = serializers.IntegerField(help_text="Tokens trained, every run.")
     fraction = serializers.FloatField(allow_null=True, help_text="Tokens ÷ planned tokens.")
     finish = FinishSerializer(allow_null=True, help_text="Null without a plan.")
     runs = RunSummarySerializer(many=True, help_text="The workload's runs, oldest first.")
@@ -193,7 +201,7 @@ def summary(workload: Workload, *, points: int) -> dict:
     return {
         "workload": workload.pk,
         "planned_tokens": progress.planned_tokens,
-        "tokens": progress.tokens,
+        "tokens_trained": progress.tokens,
         "fraction": progress.fraction,
         "finish": FinishSerializer(finish).data if finish else None,
         "runs": RunSummarySerializer(progress.runs, many=True, context={"points": points}).data,

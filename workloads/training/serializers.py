@@ -128,7 +128,7 @@ class PointSerializer(api.Serializer):
     consumed_samples = serializers.IntegerField(
         required=False, allow_null=True, min_value=0, max_value=MAX_COUNT, help_text="Samples trained so far."
     )
-    tokens = serializers.IntegerField(
+    tokens_trained = serializers.IntegerField(
         required=False, allow_null=True, min_value=0, max_value=MAX_COUNT, help_text="Tokens trained so far."
     )
     global_batch_size = serializers.IntegerField(
@@ -180,7 +180,7 @@ class ProgressPostSerializer(RunFields):
                 line=number,
                 at=row.get("time"),
                 consumed_samples=row.get("consumed_samples"),
-                tokens=row.get("tokens"),
+                tokens=row.get("tokens_trained"),
                 global_batch_size=row.get("global_batch_size"),
                 loss=row.get("loss"),
                 learning_rate=row.get("learning_rate"),
