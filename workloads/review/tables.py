@@ -20,4 +20,3 @@ class ReviewTable(SortedTable):
     utilization = Column(_("Utilization"), accessor="usage__utilization", unit=_("change"), numeric=True)
     running_cost = Column(_("Running cost"), accessor="usage__running_cost", unit=_("of allocated"), numeric=True)
     idle_cost = Column(_("Idle cost"), accessor="usage__idle_cost", numeric=True)
-
