@@ -59,3 +59,24 @@ document.addEventListener(
   },
   true,
 );
+
+// A table wider than its box scrolls sideways (.table-scroll): a keyboard reaches it only if it can take the focus,
+// so a box that scrolls takes it (tabindex 0, named by its table's first header) and one that fits does not.
+function focusableScrollers() {
+  document.querySelectorAll(".table-scroll").forEach((box) => {
+    if (box.scrollWidth > box.clientWidth + 1) {
+      box.setAttribute("tabindex", "0");
+      box.setAttribute("role", "region");
+      if (!box.hasAttribute("aria-label")) {
+        const heading = box.closest("section, .card")?.querySelector("h2, h3");
+        box.setAttribute("aria-label", heading ? heading.textContent.trim() : document.title);
+      }
+    } else if (box.getAttribute("tabindex") === "0") {
+      box.removeAttribute("tabindex");
+      box.removeAttribute("role");
+    }
+  });
+}
+document.addEventListener("DOMContentLoaded", focusableScrollers);
+document.addEventListener("htmx:afterSettle", focusableScrollers);
+window.addEventListener("resize", focusableScrollers);
