@@ -1,0 +1,58 @@
+"""The pages training progress shows on pass axe-core (Deque's accessibility rules engine, pinned in
+tests/browser/package.json, installed by `.ci/run`) with no serious or critical violation, at 1280 px and at 390 px,
+and never scroll sideways: the workload page, the log upload, an organization's usage, the landing page and the
+weekly review, in English and Japanese."""
+
+import os
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from tests.browser.test_usage import log_in
+from workloads.records.models import Workload
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("catalog")]
+
+AXE = Path(__file__).parent / "node_modules" / "axe-core" / "axe.min.js"
+SERIOUS = """async () => (await axe.run(document, {resultTypes: ['violations']})).violations
+    .filter(v => ['serious', 'critical'].includes(v.impact))
+    .map(v => v.id + ': ' + v.nodes.map(n => n.target.join(' ')).slice(0, 3).join(', '))"""
+SIDEWAYS = "() => document.documentElement.scrollWidth - window.innerWidth"
+
+
+@pytest.fixture
+def axe():
+    if not AXE.exists():
+        message = f"no axe-core at {AXE}: (cd tests/browser && npm ci) — .ci/run installs it"
+        if os.environ.get("CI"):
+            pytest.fail(message)  # CI must run the audit, never skip it
+        pytest.skip(message)
+    return AXE.read_text()
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_training_pages_pass_axe_and_fit(page, live_server, axe, width):
+    call_command("load_demo", verbosity=0)
+    call_command("load_demo_workloads", verbosity=0)
+    call_command("load_demo_training", verbosity=0)
+    workload = Workload.objects.get(name="sakura-70b-pretrain")
+    page.set_viewport_size({"width": width, "height": 844})
+    found = {}
+    visits = [
+        ("tenant1", "en", [f"/workloads/{workload.pk}/", f"/workloads/{workload.pk}/progress/upload/"]),
+        ("tenant1", "ja", [f"/workloads/{workload.pk}/", "/orgs/sakura-lab/usage/"]),
+        ("manager", "en", ["/program/", "/review/"]),
+    ]
+    for username, language, urls in visits:
+        page.context.clear_cookies()
+        log_in(page, live_server, username, language)
+        for url in urls:
+            page.goto(live_server.url + url)
+            page.add_script_tag(content=axe)
+            problems = page.evaluate(SERIOUS)
+            if page.evaluate(SIDEWAYS) > 0:
+                problems.append(f"scrolls sideways by {page.evaluate(SIDEWAYS)} px")
+            if problems:
+                found[f"{language} {url}"] = problems
+    assert found == {}
