@@ -65,6 +65,11 @@ def parameters_of(run: TrainingRun) -> int:
     return workload.active_parameter_count or workload.parameter_count
 
 
+def throughput(tokens: int | None, seconds: float | None) -> float | None:
+    """Tokens per second of training: tokens whose step time is known ÷ that time (a run's, an hour's, a bucket's)."""
+    return (tokens or 0) / seconds if seconds else None
+
+
 def mfu(*, parameters: int, tokens_per_second: float, accelerators: int, peak_tflops: float) -> float:
     """Model FLOPs utilization, 0–1 (above 1 cannot be: the caller flags it)."""
     return FLOPS_PER_PARAMETER_TOKEN * parameters * tokens_per_second / (accelerators * peak_tflops * 1e12)
@@ -167,7 +172,7 @@ def run_figures(runs: list[TrainingRun], *, now: datetime | None = None) -> dict
         sums = totals.get(run.pk, {})
         accelerators, peak, parameters = accelerators_of(run), peak_tflops_of(run), parameters_of(run)
         productive = sums.get("productive") or 0.0
-        rate = (sums.get("timed_tokens") or 0) / productive if productive else None
+        rate = throughput(sums.get("timed_tokens"), productive)
         computed = None
         if rate and accelerators and parameters:
             computed = model_tflops(parameters=parameters, tokens_per_second=rate, accelerators=accelerators)

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 from django.db.models import F, Max, Sum
 
-from workloads.training.figures import RunFigures
+from workloads.training.figures import RunFigures, throughput
 from workloads.training.ingest import hour_number
 from workloads.training.models import ProgressHour, ProgressPoint
 
@@ -103,7 +103,7 @@ def _from_hours(figures: RunFigures, limit: int) -> list[Sample]:
     )
     samples = []
     for row in buckets:
-        rate = row["timed_tokens"] / row["seconds"] if row["seconds"] else None
+        rate = throughput(row["timed_tokens"], row["seconds"])
         samples.append(
             Sample(
                 at=datetime.fromtimestamp(row["last_hour"] * 3600, UTC),

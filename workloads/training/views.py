@@ -16,7 +16,7 @@ from portal.periods import this_week
 from tenants.access import get_org_access_or_404
 from workloads.records.models import Workload
 from workloads.training import charts
-from workloads.training.figures import expected_mfu, workload_progress
+from workloads.training.figures import expected_mfu, throughput, workload_progress
 from workloads.training.forms import LogUploadForm
 from workloads.training.goodput import week_goodput
 from workloads.training.models import LogSource, ProgressHour, TrainingRun
@@ -114,7 +114,7 @@ def progress_export(request, pk: int):
     hours = ProgressHour.objects.for_org(workload.organization).filter(run__in=list(figures)).order_by("run", "hour")
     for row in hours.iterator(chunk_size=2000):
         item = figures[row.run_id]
-        rate = row.timed_tokens / row.productive_seconds if row.productive_seconds else None
+        rate = throughput(row.timed_tokens, row.productive_seconds)
         writer.writerow(
             [
                 item.run.name, row.hour.isoformat(), row.first_iteration, row.last_iteration, row.iterations,
