@@ -1,7 +1,13 @@
 """The API's one rule for what a write may contain (README, API): a field the serializer does not know is a 400
 naming it (a typo never passes silently); a read-only field is a 400 naming it too, unless it repeats the value
 the object already has (so a client may send back what it read). Query-string serializers are exempt: a query
-carries paging, ordering and format parameters beside the filters."""
+carries paging, ordering and format parameters beside the filters.
+
+A value is of the type the schema gives its field, never coerced: a string field takes a JSON string (`"minutes": 0`
+is a 400, not the text "0"), a related object's slug or id is not "" (null says none), a boolean `true` or `false`
+(in a form or multipart body, the words `true` and `false`, as OpenAPI writes a boolean there: `internal=0` is a
+400). A field that is an object or a list of objects cannot be written in a form: given there, it is a 400 naming
+it, never silently dropped (DRF reads only `what_if.x` keys)."""
 
 from __future__ import annotations
 
@@ -11,10 +17,15 @@ from django.utils import translation
 from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
+from rest_framework.utils import html
 
 IGNORED = {"csrfmiddlewaretoken", "_method", "_content_type", "_content"}  # the browsable API's form fields
 UNKNOWN = _("Unknown field: this endpoint does not take it.")
 READ_ONLY = _("This field is read-only: it cannot be set here.")
+STRUCTURE_IN_FORM = _(
+    "This field is an object or a list of objects: send the request as JSON (Content-Type: application/json)."
+)
+FORM_BOOLEANS = {"true": True, "false": False}  # how OpenAPI (and the browsable API's checkbox) writes a boolean
 
 
 BOTH_NAMES = _("Give %(new)s or its former name %(old)s, not both with different values.")
@@ -77,12 +88,15 @@ class WriteRules:
     def refused_fields(self, data: Mapping) -> dict:
         errors = {}
         current = None
+        in_form = html.is_html_input(data)
         for name in data:
             if name in IGNORED:
                 continue
             field = self.fields.get(name)
             if field is None:
                 errors[name] = [UNKNOWN]
+            elif not field.read_only and (mistyped := _mistyped(field, data[name], in_form=in_form)):
+                errors[name] = [mistyped]
             elif field.read_only:
                 if self.instance is not None and not isinstance(self.instance, list | tuple):
                     current = current if current is not None else self.to_representation(self.instance)
@@ -92,8 +106,47 @@ class WriteRules:
         return errors
 
 
+def _mistyped(field: serializers.Field, value, *, in_form: bool) -> str | None:
+    """Why a value is not of its field's type (None: it is, or the field checks it itself)."""
+    if in_form:
+        if isinstance(field, serializers.BaseSerializer | serializers.DictField | serializers.HStoreField):
+            return STRUCTURE_IN_FORM
+        if isinstance(field, serializers.BooleanField) and value not in FORM_BOOLEANS:
+            return field.error_messages["invalid"]
+        return None
+    if value is None:
+        return None  # allow_null decides
+    if isinstance(field, serializers.RelatedField) and value == "":
+        # DRF reads "" as null for a related field; in JSON, null is how to say none (the schema: at least 1 long).
+        return serializers.CharField.default_error_messages["blank"]
+    if isinstance(field, serializers.BooleanField) and not isinstance(value, bool):
+        return field.error_messages["invalid"]
+    if isinstance(field, serializers.CharField) and not isinstance(value, str):
+        return field.error_messages["invalid"]
+    return None
+
+
 class Serializer(WriteRules, serializers.Serializer):
     pass
+
+
+class QuerySerializer(serializers.Serializer):
+    """Query-string parameters read by a serializer. A parameter given empty (`?start=`) is a 400 naming it, like any
+    value that is not a date, a slug or a choice: the schema's type for it has no empty value. (DRF would take it
+    for left out and use the default.)"""
+
+    def to_internal_value(self, data):
+        if isinstance(data, Mapping):
+            blank = [
+                name
+                for name, field in self.fields.items()
+                if name in data and data[name] == "" and not getattr(field, "allow_blank", False)
+            ]
+            if blank:
+                raise serializers.ValidationError(
+                    {name: [serializers.CharField.default_error_messages["blank"]] for name in blank}
+                )
+        return super().to_internal_value(data)
 
 
 class ModelSerializer(WriteRules, serializers.ModelSerializer):

@@ -159,3 +159,30 @@ def test_the_documented_bounds_are_the_ones_validation_applies():
             if parameter["schema"].get("type") == "integer":
                 bounds = (parameter["schema"].get("minimum"), parameter["schema"].get("maximum"))
                 assert bounds == counts.get((label, parameter["name"]), (1, ID_MAX)), (label, parameter["name"], bounds)
+
+
+def test_a_body_that_refuses_unknown_fields_says_additional_properties_false():
+    """Every write's serializer refuses a field it does not take (portal.serializers.WriteRules): its request
+    objects, nested ones included, say so; and every write
+    documents the body limit's 413 (portal.parsers)."""
+    schema = openapi()
+    components = schema["components"]["schemas"]
+    requests = set()
+    for _label, operation in operations(schema):
+        for media in operation.get("requestBody", {}).get("content", {}).values():
+            ref = media["schema"].get("$ref", "")
+            if ref:
+                requests.add(ref.rsplit("/", 1)[-1])
+    assert len(requests) > 20
+    for name in sorted(requests):
+        body = components[name]
+        if body.get("type") == "object" and "properties" in body:
+            assert body.get("additionalProperties") is False, name
+            for _path, _prop_name, prop in properties(body, name):
+                if prop.get("type") == "object" and "properties" in prop:
+                    assert prop.get("additionalProperties") is False, (name, _prop_name)
+    assert components["WhatIfRequest"]["additionalProperties"] is False  # nested, by reference
+    for label, operation in operations(schema):
+        method = label.split()[0]
+        if method in ("POST", "PUT", "PATCH", "DELETE"):
+            assert "413" in operation["responses"], label

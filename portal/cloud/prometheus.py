@@ -67,7 +67,7 @@ def query(endpoint: PrometheusEndpoint, promql: str, *, at: datetime, timeout: f
     status, body = response.status_code, response.content
     try:
         payload = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # a source's answer nested too deeply is no answer either (portal.parsers)
         payload = None
     _record(endpoint, calls.failure_of_answer(status, "Throttling" if status == 429 else ""))
     if status == 429 or status >= 500:

@@ -510,7 +510,7 @@ class AllocationSerializer(api.ModelSerializer):
         }
 
 
-class PoolWindowSerializer(serializers.Serializer):
+class PoolWindowSerializer(api.QuerySerializer):
     start = serializers.DateField(
         required=False, validators=[IN_CYCLE], help_text="First day of a window (with end): adds free capacity."
     )

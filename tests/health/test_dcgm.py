@@ -359,7 +359,7 @@ def test_a_query_answer_as_prometheus_sends_it():
        "value":[1795650000.123,"79"]},
       {"metric":{"__name__":"DCGM_FI_DEV_GPU_TEMP","Hostname":"p5-dy-p5-1","gpu":"3","instance":"10.1.0.5:9400",
                  "job":"dcgm-exporter"},
-       "value":[1795650000.123,"NaN"]}]}}"""
+       "value":[1795650000.123,"45"]}]}}"""
     from_query = classify(prometheus_vector_pairs(json.loads(answer)))
     text = series("DCGM_FI_DEV_XID_ERRORS", 3, 79, err_code="79", err_msg="GPU has fallen off the bus")
     assert from_query == readings(text)
@@ -386,8 +386,26 @@ def test_a_health_metric_without_a_gpu_index_is_refused():
         classify([({"__name__": "DCGM_FI_DEV_XID_ERRORS", "gpu": "all", "Hostname": HOST}, 79.0)])
 
 
-def test_nan_samples_carry_nothing():
-    assert classify([({"__name__": "DCGM_FI_DEV_XID_ERRORS", "gpu": "0", "Hostname": HOST}, math.nan)]) == ()
+@pytest.mark.parametrize("family", ["DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"])
+@pytest.mark.parametrize("value", [math.nan, math.inf])
+def test_nan_is_refused_like_an_infinity(family, value):
+    # DCGM says "no value" with its blanks, never NaN: a NaN is a broken exporter or a forged report.
+    with pytest.raises(ParseError, match=f"{family} on GPU 0 (is|must be)"):
+        classify([({"__name__": family, "gpu": "0", "Hostname": HOST}, value)])
+    with pytest.raises(ParseError, match=f"line 1: {family} on GPU 0"):
+        parse_exposition(f'{family}{{gpu="0",Hostname="{HOST}"}} {"NaN" if math.isnan(value) else "+Inf"}\n')
+
+
+def test_a_series_the_portal_does_not_read_may_be_nan():
+    assert classify([({"__name__": "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gpu": "0", "Hostname": HOST}, math.nan)]) == ()
+
+
+@pytest.mark.parametrize("gpu", ["-1", "all", "256", "0x1", ""])
+def test_a_gpu_label_that_is_no_index_is_refused_on_any_series(gpu):
+    # Beside no real index, a "-1" would make all eight GPUs "missing": eight critical events from one bad label.
+    samples = [({"__name__": "DCGM_FI_DEV_GPU_TEMP", "gpu": gpu, "Hostname": HOST}, 40.0)]
+    with pytest.raises(ParseError, match="gpu label holding the GPU index|at most 255|names GPU 256, but the instance"):
+        classify(samples, expected_gpus=8)
 
 
 @pytest.mark.parametrize(

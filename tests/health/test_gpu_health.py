@@ -371,7 +371,7 @@ def test_exporter_values_no_column_can_hold_are_400s(member_api, cluster, line_t
     assert not HealthEvent.objects.exists()
 
 
-def test_an_infinite_counter_is_refused_and_a_nan_is_no_reading(member_api, cluster):
+def test_an_infinite_counter_or_a_nan_is_refused(member_api, cluster):
     # No GPU is throttled for ever: like a temperature of 1e308, a 400 naming the line, nothing kept.
     text = exporter_text({0: 79}) + 'DCGM_FI_DEV_THERMAL_VIOLATION{gpu="0",Hostname="ip-10-1-0-1"} +Inf\n'
     response = post_metrics(member_api, cluster, text)
@@ -379,8 +379,17 @@ def test_an_infinite_counter_is_refused_and_a_nan_is_no_reading(member_api, clus
     assert response.json()["metrics"][0].startswith("line 10: DCGM_FI_DEV_THERMAL_VIOLATION on GPU 0 is inf ns")
     assert not HealthEvent.objects.exists()
     text = exporter_text({}) + 'DCGM_FI_DEV_THERMAL_VIOLATION{gpu="0",Hostname="ip-10-1-0-1"} NaN\n'
-    assert post_metrics(member_api, cluster, text).status_code == 200
+    response = post_metrics(member_api, cluster, text)
+    assert response.status_code == 400  # DCGM says "no value" with its blanks, never NaN
+    assert response.json()["metrics"][0].startswith("line 10: DCGM_FI_DEV_THERMAL_VIOLATION on GPU 0 is NaN")
     assert cluster.nodes.get(instance_id="i-0001").gpu_counters == {}
+
+
+def test_a_gpu_label_of_minus_one_opens_nothing(member_api, cluster):
+    text = 'DCGM_FI_DEV_GPU_TEMP{gpu="-1",Hostname="ip-10-1-0-1"} 40\n'
+    response = post_metrics(member_api, cluster, text)
+    assert response.status_code == 400 and "gpu label holding the GPU index" in response.json()["metrics"][0]
+    assert not HealthEvent.objects.exists()
 
 
 def test_one_failing_source_never_stops_the_others(prometheus, cluster, monkeypatch):

@@ -139,7 +139,10 @@ def test_a_bad_partition_table_is_a_400_on_its_field(reporter, cluster):
             "job 4003: AllocTRES gives 100,000 accelerators; 1 node(s) of this cluster hold at most 8",
         ),
         (line("4004", state="RUNNING", start="2030-01-01T00:00:00", end="Unknown"), "job 4004: Start 2030-01-01"),
-        (line("4005", submit="2030-01-01T00:00:00"), "job 4005: Submit 2030"),
+        (
+            line("4005", state="PENDING", submit="2030-01-01T00:00:00", start="Unknown", end="Unknown", tres=""),
+            "job 4005: Submit 2030",
+        ),
     ],
 )
 def test_a_row_the_cluster_cannot_have_run_refuses_the_whole_report(reporter, cluster, row, named):

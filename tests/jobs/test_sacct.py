@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 from tests.jobs.sacct_rows import HEADER, TOKYO, line
 from workloads.jobs.sacct import (
     JOB_STATES,
+    MAX_JOB_NAME,
+    MAX_NAME,
     SACCT_COMMAND,
     SacctJob,
     accelerator_hours,
@@ -133,6 +135,33 @@ def test_gres_wins_over_whole_nodes_and_a_pending_job_holds_none():
 def test_an_end_before_its_start_is_refused():
     with pytest.raises(ParseError, match=r"line 2: job 1001: End 2026-11-20T09:00:00 is before its Start"):
         parse(HEADER, line(start="2026-11-20T09:16:00", end="2026-11-20T09:00:00"))
+
+
+@pytest.mark.parametrize(
+    ("row", "says"),
+    [
+        (line(submit="2026-11-20T10:00:00", start="2026-11-20T09:16:00"), "Start 2026-11-20T09:16:00 is before its"),
+        (line(nnodes="0"), "NNodes is 0, but the job started"),
+        (line(nnodes="0", start="Unknown", end="Unknown", state="RUNNING"), "NNodes is 0, but the job started"),
+        (line(name="x" * (MAX_JOB_NAME + 1)), f"JobName is 256 characters: sacct prints at most {MAX_JOB_NAME}"),
+        (line(name="x" * 100_000), "JobName is 100,000 characters"),
+        (line(account="a" * (MAX_NAME + 1)), f"Account 'aaaa.*is 65 characters: at most {MAX_NAME}"),
+    ],
+)
+def test_a_row_that_cannot_be_is_refused(row, says):
+    with pytest.raises(ParseError, match=f"line 2: .*{says}"):
+        parse(HEADER, row)
+
+
+def test_what_the_bounds_let_through_fits_the_job_columns():
+    from workloads.jobs.models import Job
+
+    never_ran = line(state="CANCELLED", start="None", end="None", nnodes="0", nodelist="None assigned", tres="")
+    job = parse(never_ran.replace("pretrain-8b", "x" * MAX_JOB_NAME).replace("alice", "u" * MAX_NAME))[0]
+    assert job.node_count == 0 and job.start is None  # a job that never started may ask for no node
+    for column in ("name", "user", "account", "partition"):
+        assert len(getattr(job, column)) <= Job._meta.get_field(column).max_length
+    assert Job._meta.get_field("name").max_length == MAX_JOB_NAME
 
 
 def test_exclusive_partitions_are_read_from_scontrol():
@@ -406,9 +435,11 @@ NODE_LIST = st.just("") | host_lists()
 
 @st.composite
 def jobs(draw):
-    start, end = draw(TIME), draw(TIME)
-    if isinstance(start, datetime) and isinstance(end, datetime) and end < start:
-        start, end = end, start  # an End before its Start is refused (test_an_end_before_its_start_is_refused)
+    times = [draw(TIME), draw(TIME), draw(TIME)]
+    # Submit ≤ Start ≤ End where known: a row otherwise is refused (test_a_row_that_cannot_be_is_refused).
+    known = iter(sorted(t for t in times if isinstance(t, datetime)))
+    submit, start, end = (next(known) if isinstance(t, datetime) else t for t in times)
+    nodelist = draw(NODE_LIST)
     return {
         "job_id": draw(JOB_ID),
         "name": draw(NAME),
@@ -416,12 +447,12 @@ def jobs(draw):
         "account": draw(FREE_TEXT),
         "partition": draw(FREE_TEXT),
         "state": draw(STATE),
-        "submit": draw(TIME),
+        "submit": submit,
         "start": start,
         "end": end,
         "elapsed": draw(st.integers(0, 10**8)),
-        "nnodes": draw(st.integers(0, 512)),
-        "nodelist": draw(NODE_LIST),
+        "nnodes": draw(st.integers(1 if isinstance(start, datetime) or nodelist else 0, 512)),
+        "nodelist": nodelist,
         "untyped": draw(st.none() | st.integers(0, 512)),
         "typed": draw(GRES_TYPES),
     }

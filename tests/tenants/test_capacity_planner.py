@@ -188,6 +188,54 @@ def test_api_bad_input_is_a_400_naming_the_field(manager, api_client, pool, queu
     assert field in response.json()
 
 
+def test_api_one_weight_per_organization(manager, api_client, pool, queue):
+    api_client.force_authenticate(manager)
+    slug = queue[0].organization.slug
+    body = {"pools": [pool.pk], "weights": [{"organization": slug, "weight": 2}, {"organization": slug, "weight": 5}]}
+    response = api_client.post("/api/v1/capacity-plans/", body, format="json")
+    assert response.status_code == 400
+    assert response.json() == {"weights": [f"One weight per organization: {slug} given more than once."]}
+    assert not CapacityPlan.objects.exists()
+
+
+def test_api_what_if_growth_is_bounded_before_the_planner_runs(manager, api_client, pool, queue, monkeypatch):
+    from tenants.capacity.planning import api as planning_api
+    from tenants.capacity.planning.serializers import MAX_POOL_GROWTH
+
+    monkeypatch.setattr(planning_api, "make_plan", lambda **kwargs: pytest.fail("the planner was handed it"))
+    api_client.force_authenticate(manager)
+    growth = [
+        {"pool": pool.pk, "instances": 1, "starts_on": str(START + timedelta(days=day))}
+        for day in range(MAX_POOL_GROWTH + 1)
+    ]
+    response = api_client.post("/api/v1/capacity-plans/", {"what_if": {"pool_growth": growth}}, format="json")
+    assert response.status_code == 400 and "pool_growth" in response.json()["what_if"]
+    same_day = [growth[0], growth[0]]
+    response = api_client.post("/api/v1/capacity-plans/", {"what_if": {"pool_growth": same_day}}, format="json")
+    assert response.status_code == 400 and "pool_growth" in response.json()["what_if"]
+    schema = api_client.get("/api/schema/?format=json").json()["components"]["schemas"]
+    assert schema["WhatIfRequest"]["properties"]["pool_growth"]["maxItems"] == MAX_POOL_GROWTH
+    assert schema["WhatIfRequest"]["additionalProperties"] is False
+
+
+@pytest.mark.parametrize("field", ["what_if", "weights"])
+@pytest.mark.parametrize("content", ["form", "multipart"])
+def test_api_a_structure_sent_in_a_form_is_a_400_naming_it_not_dropped(
+    manager, api_client, pool, queue, field, content
+):
+    api_client.force_authenticate(manager)
+    value = '{"pool_growth": []}' if field == "what_if" else '[{"organization": "x", "weight": 2}]'
+    if content == "form":
+        response = api_client.post(
+            "/api/v1/capacity-plans/", f"{field}={value}", content_type="application/x-www-form-urlencoded"
+        )
+    else:
+        response = api_client.post("/api/v1/capacity-plans/", {field: value}, format="multipart")
+    assert response.status_code == 400
+    assert "send the request as JSON" in response.json()[field][0]
+    assert not CapacityPlan.objects.exists()
+
+
 def test_api_a_request_not_pending_is_a_400_naming_it(manager, api_client, pool, queue):
     first, *_ = queue
     CapacityRequest.objects.filter(pk=first.pk).update(status=CapacityRequest.Status.DRAFT)

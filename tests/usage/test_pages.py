@@ -166,6 +166,9 @@ def test_a_tenant_gets_only_its_own_rows_and_another_orgs_slug_is_like_a_missing
         ("start=0001-01-01&end=2027-03-01", "start"),
         ("start=2027-03-01&end=9999-12-31", "end"),
         ("start=tomorrow", "start"),
+        ("start=", "start"),  # given empty: not the default (portal.serializers.QuerySerializer)
+        ("end=&start=2027-03-01", "end"),
+        ("granularity=", "granularity"),
         ("ordering=cost", "ordering"),
     ],
 )
@@ -186,6 +189,28 @@ def test_the_rate_card_is_read_by_all_and_written_by_managers(member_api_for_alp
     # The Trn1 days from the 12th are re-priced: Alpha ran 12 hours there on the 12th.
     week = manager_api_client.get("/api/v1/usage/?start=2027-03-12&end=2027-03-12&instance_type=trn1.32xlarge").json()
     assert week["results"][0]["running_cost_usd"] == "180.00"
+
+
+@pytest.mark.parametrize(
+    ("usd", "says"),
+    [
+        ("999999.99", "Ensure that there are no more than 7 digits in total"),  # the schema says 3 before the point
+        ("500.00", "at most 215.00"),  # ten times trn1.32xlarge's us-east-1 list price ($21.50)
+    ],
+)
+def test_an_implausible_rate_is_refused_and_prices_nothing(manager_api_client, usd, says):
+    from workloads.usage.models import RateCardEntry
+    from workloads.usage.rates import MAX_USD_PER_HOUR, RATE_CEILING
+
+    body = {"instance_type": "trn1.32xlarge", "region": "us-east-1", "kind": "reserved", "usd_per_hour": usd,
+            "effective_from": "2027-03-12"}  # fmt: skip
+    response = manager_api_client.post("/api/v1/rate-card/", body, format="json")
+    assert response.status_code == 400 and says in response.json()["usd_per_hour"][0], response.json()
+    assert not RateCardEntry.objects.filter(usd_per_hour=usd).exists()
+    schema = manager_api_client.get("/api/schema/?format=json").json()
+    field = schema["components"]["schemas"]["RateCardEntryRequest"]["properties"]["usd_per_hour"]
+    assert field["pattern"] == r"^-?\d{0,3}(?:\.\d{0,4})?$" and f"at most {RATE_CEILING} times" in field["description"]
+    assert str(MAX_USD_PER_HOUR) in field["description"]
 
 
 def test_the_weekly_review_shows_the_weeks_usage_and_links_to_it(manager_client):

@@ -399,3 +399,32 @@ def test_a_workload_with_its_size_in_billions_is_400_saying_the_unit(member_api)
     response = member_api.post("/api/v1/workloads/", body(target_tokens=300), format="json")
     assert response.status_code == 400
     assert "Did you mean 300,000,000,000?" in response.json()["target_tokens"][0]
+
+
+# --- values of the schema's type, never coerced (portal.serializers) ----------------------------------------------
+
+
+def test_a_number_for_a_text_field_is_a_400_not_stored_as_text(manager_api):
+    response = manager_api.post("/api/v1/review-meetings/", {"week": "2027-W05", "minutes": 0}, format="json")
+    assert response.status_code == 400 and response.json() == {"minutes": ["Not a valid string."]}
+    assert not ReviewMeeting.objects.exists()
+
+
+@pytest.mark.parametrize("value", ["0", "1", "yes", "on", ""])
+def test_a_boolean_in_a_form_is_true_or_false(lead_api, case, value):
+    url = f"/api/v1/support-cases/{case.pk}/events/"
+    response = lead_api.post(url, {"body": "note", "internal": value}, format="multipart")
+    assert response.status_code == 400 and response.json() == {"internal": ["Must be a valid boolean."]}
+    assert lead_api.post(url, {"body": "note", "internal": "true"}, format="multipart").json()["internal"] is True
+    assert lead_api.post(url, {"body": "note", "internal": 0}, format="json").status_code == 400  # JSON: true/false
+
+
+def test_an_empty_slug_is_a_400_and_null_says_none(lead_api, manager_api, manager, case):
+    response = lead_api.patch(f"/api/v1/support-cases/{case.pk}/", {"assignee": ""}, format="json")
+    assert response.status_code == 400 and response.json() == {"assignee": ["This field may not be blank."]}
+    assert lead_api.patch(f"/api/v1/support-cases/{case.pk}/", {"assignee": None}, format="json").status_code == 200
+    meeting, _created = save_review_meeting(user=manager, week_start=this_week())
+    body = {"meeting": meeting.pk, "organization": "", "text": "x"}
+    response = manager_api.post("/api/v1/action-items/", body, format="json")
+    assert response.status_code == 400 and "organization" in response.json()
+    assert not ActionItem.objects.exists()

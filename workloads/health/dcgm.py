@@ -28,11 +28,12 @@ Rules, and why:
 - GPUs missing: an index below `expected_gpus` (0-7 on a p5) that no sample from the host carries.
   A host whose exporter sends nothing at all is not in the samples: the caller, who knows the node
   list, reports that.
-- NaN carries no information and is skipped. DCGM's blanks (`DCGM_BLANKS`: the field is not supported, not found
-  or not permitted on this GPU) are no reading either: never an event, never a refusal; `unsupported_fields()`
-  names them so the board can say "not supported". A value outside its field's physical bounds (`BOUNDS`; an
-  infinity included), a GPU index far past the instance's GPUs, or more throttled time than time passed is a
-  ParseError: the whole report is refused.
+- DCGM's blanks (`DCGM_BLANKS`: the field is not supported, not found or not permitted on this GPU) are no reading:
+  never an event, never a refusal; `unsupported_fields()` names them so the board can say "not supported". DCGM
+  marks a missing value with them, never with NaN: a NaN in a field the portal reads or bounds is refused like an
+  infinity. A value outside its field's physical bounds (`BOUNDS`), a `gpu` label that is not a GPU index (0 to
+  MAX_GPU, on any series: "-1" would make every real GPU look missing), an index far past the instance's GPUs, or
+  more throttled time than time passed is a ParseError: the whole report is refused.
 """
 
 import csv
@@ -111,13 +112,18 @@ BOUNDS: Mapping[str, Bound] = MappingProxyType(
 
 
 def implausible(name: str, labels: Mapping[str, str], value: float) -> str | None:
-    """Why a sample cannot be a real reading (None: it can). Blanks and NaN are no reading, not out of bounds."""
+    """Why a sample cannot be a real reading (None: it can). A blank is no reading, not out of bounds; NaN in a field
+    the portal reads or bounds is no number a GPU gives (DCGM says "no value" with its blanks)."""
     bound = BOUNDS.get(name)
-    if bound is None or is_blank(value) or math.isnan(value):
-        return None
-    if bound.low <= value <= bound.high:
+    if is_blank(value) or (bound is None and name != XID_METRIC):
         return None
     where = f" on GPU {labels['gpu'][:20]}" if "gpu" in labels else ""
+    if math.isnan(value):
+        return f"{name}{where} is NaN: not a reading (DCGM marks a missing value with its blanks)"
+    if bound is None:  # the Xid: its own checks (_xid_readings) once it is a number
+        return None if math.isfinite(value) else f"{name}{where} must be an Xid code, found {value:g}"
+    if bound.low <= value <= bound.high:
+        return None
     return f"{name}{where} is {value:g} {bound.unit}".rstrip() + f": outside {bound.low:g}..{bound.high:g}"
 
 
@@ -389,8 +395,9 @@ def classify(
         host = host_of(labels, default_host)
         name = labels.get("__name__", "")
         if "gpu" in labels:
-            gpus_by_host[host].add(labels["gpu"])
             _check_index(labels["gpu"], name, host, expected_gpus)
+            _gpu(labels, name)  # an index, on every series: a "-1" beside no real index makes every GPU "missing"
+            gpus_by_host[host].add(labels["gpu"])
         problem = implausible(name, labels, value)
         if problem:
             raise ParseError(None, f"{host}: {problem}")

@@ -30,12 +30,14 @@ whole (ParseError, a 400 on a post), never stored.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rest_framework import exceptions
+
+from portal import parsers
 from workloads.health.dcgm import Action, GpuReading, Pair, Severity, host_of
 from workloads.telemetry_errors import ParseError
 
@@ -240,9 +242,9 @@ def report_pairs(text: str) -> list[Pair]:
     """One neuron-monitor JSON report as the exporter's series, every value checked: a report a Neuron device cannot
     have written is refused whole (ParseError naming the field)."""
     try:
-        report = json.loads(text)
-    except (ValueError, RecursionError) as error:
-        raise ParseError(None, f"not a neuron-monitor JSON report: {str(error)[:120]}") from None
+        report = parsers.loads(text)  # the API's JSON rules, its depth limit among them
+    except exceptions.ParseError as error:
+        raise ParseError(None, f"not a neuron-monitor JSON report: {str(error.detail)[:120]}") from None
     if not isinstance(report, dict):
         raise ParseError(None, "a neuron-monitor report is a JSON object")
     instance = _object(report, "instance_info")

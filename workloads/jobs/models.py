@@ -14,7 +14,15 @@ from django.utils.translation import gettext_lazy as _
 
 from tenants.models import Organization, TenantQuerySet
 from workloads.clusters.models import Cluster
-from workloads.jobs.sacct import FROM_ALLOC_TRES, FROM_EXCLUSIVE_NODE, FROM_NONE, HOLDING_STATES
+from workloads.jobs.sacct import (
+    FROM_ALLOC_TRES,
+    FROM_EXCLUSIVE_NODE,
+    FROM_NONE,
+    HOLDING_STATES,
+    MAX_JOB_ID,
+    MAX_JOB_NAME,
+    MAX_NAME,
+)
 
 
 class JobQuerySet(TenantQuerySet):
@@ -42,11 +50,12 @@ class Job(models.Model):
     )
     cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="jobs", verbose_name=_("cluster"))
     # As sacct prints it: 123, an array task 123_4, a pending array 123_[5-10], a heterogeneous part 123+1.
-    job_id = models.CharField(_("job id"), max_length=64)
-    name = models.CharField(_("name"), max_length=255, blank=True)
-    user = models.CharField(_("user"), max_length=64, blank=True)
-    account = models.CharField(_("account"), max_length=64, blank=True)
-    partition = models.CharField(_("partition"), max_length=64, blank=True)
+    job_id = models.CharField(_("job id"), max_length=MAX_JOB_ID)
+    # The sizes parse_sacct holds a report to: what it takes, these columns hold.
+    name = models.CharField(_("name"), max_length=MAX_JOB_NAME, blank=True)
+    user = models.CharField(_("user"), max_length=MAX_NAME, blank=True)
+    account = models.CharField(_("account"), max_length=MAX_NAME, blank=True)
+    partition = models.CharField(_("partition"), max_length=MAX_NAME, blank=True)
     state = models.CharField(_("state"), max_length=24)
     cancelled_by_uid = models.PositiveBigIntegerField(_("cancelled by uid"), null=True, blank=True)
     submitted_at = models.DateTimeField(_("submitted"), null=True, blank=True)

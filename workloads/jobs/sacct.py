@@ -95,6 +95,11 @@ FROM_EXCLUSIVE_NODE = "exclusive_node"  # no gres, but an OverSubscribe=EXCLUSIV
 FROM_NONE = "none"  # no gres on a shared partition, or not allocated yet: it holds none
 
 MAX_JOB_ID = 64  # characters
+# slurmdbd keeps a job's name in a `tinytext` column (src/plugins/accounting_storage/mysql/as_mysql_job.c): sacct
+# never prints more than 255 bytes of it, so a longer one is not sacct's output. User, account and partition are at
+# most MAX_NAME characters here (Linux user names: 32); the Job model's columns are these sizes.
+MAX_JOB_NAME = 255
+MAX_NAME = 64
 _JOB_ID = re.compile(r"\d+(?:_(?:\d+|\[[^\]|]+\])|\+\d+)?")
 _STEP_ID = re.compile(r"\d+(?:_(?:\d+|\[[^\]|]+\])|\+\d+)?\.\S+")
 _TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}")
@@ -136,7 +141,8 @@ def parse_sacct(
     `tz` is the cluster's time zone. An allocated job whose AllocTRES names no GPU or Neuron gres holds
     none, unless it ran in one of `exclusive_partitions` (whole nodes per job): then it holds
     `accelerators_per_node` (16 for trn1.32xlarge) on each node. A job id listed twice (overlapping reports
-    pasted together) is kept once, with its last row. A row that cannot be (an End before its Start) is refused.
+    pasted together) is kept once, with its last row. A row that cannot be (an End before its Start, a Start before
+    its Submit, no node for a job that started, a name longer than slurmdbd keeps) is refused.
     """
     if tz is None:
         raise TypeError("parse_sacct needs the cluster's tzinfo: sacct prints local times without an offset")
@@ -206,15 +212,26 @@ def _parse_line(
         raise ParseError(number, f"{job_id} is a job step: run sacct with -X to list allocations only")
     if not _JOB_ID.fullmatch(job_id) or len(job_id) > MAX_JOB_ID:
         raise ParseError(number, f"JobID must look like 123, 123_4, 123_[5-10] or 123+1; found {job_id[:80]!r}")
+    if len(name) > MAX_JOB_NAME:
+        raise ParseError(number, f"JobName is {len(name):,} characters: sacct prints at most {MAX_JOB_NAME}")
+    for column, value in (("User", user), ("Account", account), ("Partition", partition)):
+        if len(value) > MAX_NAME:
+            raise ParseError(number, f"{column} {value[:40]!r}… is {len(value):,} characters: at most {MAX_NAME}")
     state, cancelled_by = _state(state, number)
     node_count = _whole_number("NNodes", nnodes, number)
     kind, model, accelerators = _accelerators(alloc_tres, number)
     source = FROM_ALLOC_TRES if kind is not None else FROM_NONE
     if kind is None and alloc_tres.strip() and partition in exclusive and accelerators_per_node:
         accelerators, source = node_count * accelerators_per_node, FROM_EXCLUSIVE_NODE
+    submit_at = _time("Submit", submit, number, tz)
     start_at, end_at = _time("Start", start, number, tz), _time("End", end, number, tz)
     if start_at is not None and end_at is not None and end_at < start_at:
         raise ParseError(number, f"job {job_id}: End {end} is before its Start {start}")
+    if submit_at is not None and start_at is not None and start_at < submit_at:
+        raise ParseError(number, f"job {job_id}: Start {start} is before its Submit {submit}")
+    if node_count == 0 and (start_at is not None or node_list not in ("None assigned", "")):
+        # A job that started holds at least one node (a pending one prints the nodes it asks for).
+        raise ParseError(number, f"job {job_id}: NNodes is 0, but the job started or names its nodes")
     return SacctJob(
         job_id=job_id,
         name=name,
@@ -223,7 +240,7 @@ def _parse_line(
         partition=partition,
         state=state,
         cancelled_by_uid=cancelled_by,
-        submit=_time("Submit", submit, number, tz),
+        submit=submit_at,
         start=start_at,
         end=end_at,
         elapsed_seconds=_whole_number("ElapsedRaw", elapsed, number, MAX_ELAPSED),

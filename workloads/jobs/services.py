@@ -137,10 +137,10 @@ class Bounds:
 def _columns(job: SacctJob, aliases: dict[str, str]) -> dict:
     return {
         "hosts": hosts_of(job.node_list, aliases),
-        "name": job.name[:255],
-        "user": job.user[:64],
-        "account": job.account[:64],
-        "partition": job.partition[:64],
+        "name": job.name,  # within the columns' sizes: parse_sacct refuses longer (MAX_JOB_NAME, MAX_NAME)
+        "user": job.user,
+        "account": job.account,
+        "partition": job.partition,
         "state": job.state,
         "cancelled_by_uid": job.cancelled_by_uid,
         "submitted_at": job.submit,

@@ -30,6 +30,14 @@ Kind = RateCardEntry.Kind
 PRECEDENCE = (Kind.NEGOTIATED, Kind.RESERVED, Kind.ON_DEMAND)
 CATALOG = "catalog"
 MANAGERS_ONLY = _("Only a program manager can change the rate card.")
+# A rate's plausible range, one place for the service, the page's form, the API and its schema: no instance-hour the
+# program buys costs more than RATE_CEILING times its type's on-demand list price in that region (negotiated and
+# reserved rates are below it), nor 1,000 USD or more (RATE_DIGITS whole-dollar digits: over ten times the dearest
+# catalog price, $68.80/h); a rate above is a typo ($999,999.99 for $99.99) that would re-price every day it covers.
+# The schema's pattern for the decimal says the same (three digits before the point).
+RATE_CEILING = 10
+RATE_DIGITS = 3
+MAX_USD_PER_HOUR = Decimal("999.9999")
 
 
 @dataclass(frozen=True)
@@ -146,6 +154,23 @@ def add_rate(
     require_program_manager(user, MANAGERS_ONLY)
     # A rate from year 0001 would re-price every day since: only days the program can mean are taken.
     check_dates(effective_from=effective_from)
+    ceiling = rate_ceiling(instance_type=instance_type, region=region)
+    if usd_per_hour > ceiling:
+        raise ValidationError(
+            {
+                "usd_per_hour": _(
+                    "%(rate)s USD per instance-hour is not a rate for %(type)s in %(region)s: at most %(max)s "
+                    "(ten times its list price, and never over %(cap)s)."
+                )
+                % {
+                    "rate": f"{usd_per_hour:,.2f}",
+                    "type": instance_type,
+                    "region": region,
+                    "max": f"{ceiling:,.2f}",
+                    "cap": f"{MAX_USD_PER_HOUR}",
+                }  # fmt: skip
+            }
+        )
     entry = RateCardEntry(
         instance_type=instance_type,
         region=region,
@@ -176,6 +201,14 @@ def add_rate(
     entry.save()
     reprice(instance_type=instance_type, region=region, first=effective_from, last=_covered_until(entry))
     return entry
+
+
+def rate_ceiling(*, instance_type: InstanceType, region: str) -> Decimal:
+    """The most an instance-hour of this type in this region may be priced at (RATE_CEILING, MAX_USD_PER_HOUR)."""
+    listed = InstancePrice.objects.filter(instance_type=instance_type, region=region).values_list(
+        "usd_per_hour", flat=True
+    )
+    return min([MAX_USD_PER_HOUR, *(price * RATE_CEILING for price in listed)])
 
 
 @transaction.atomic

@@ -14,11 +14,12 @@ from tenants.models import InstanceType, Region
 from tenants.serializers import SLUG_MAX
 from workloads.usage.models import RateCardEntry
 from workloads.usage.periods import MAX_DAYS
+from workloads.usage.rates import MAX_USD_PER_HOUR, RATE_CEILING, RATE_DIGITS
 
 GRANULARITIES = [("day", _("day")), ("week", _("ISO week")), ("month", _("month"))]
 
 
-class UsageQuerySerializer(serializers.Serializer):
+class UsageQuerySerializer(api.QuerySerializer):
     """Query parameters of the usage list. A tenant names only its own organization (another's slug is
     answered like one that does not exist)."""
 
@@ -145,7 +146,12 @@ class RateCardEntrySerializer(api.ModelSerializer):
                 "help_text": "negotiated, reserved (capacity block / reservation) or on_demand (list price); where "
                 "kinds overlap, negotiated beats reserved beats on_demand."
             },
-            "usd_per_hour": {"help_text": "Price of one instance-hour, in USD."},
+            "usd_per_hour": {
+                "max_value": MAX_USD_PER_HOUR,
+                "max_digits": RATE_DIGITS + 4,  # the schema's pattern: at most three digits before the point
+                "help_text": f"Price of one instance-hour, in USD: at most {RATE_CEILING} times the type's on-demand "
+                f"list price in the region, and never over {MAX_USD_PER_HOUR}.",
+            },
             "effective_from": {
                 "help_text": "First day the rate applies; it applies until the next entry of the same type, region "
                 "and kind."

@@ -3,6 +3,7 @@ tenants.capacity.planning.services plans and applies."""
 
 from __future__ import annotations
 
+from django.utils.translation import gettext as _
 from rest_framework import serializers
 
 from portal import serializers as api
@@ -12,21 +13,39 @@ from tenants.capacity.planning.solver import FAIRNESS_RULES
 from tenants.cycle import IN_CYCLE
 from tenants.models import CapacityPool, CapacityRequest, Organization
 
+# The planner's input bounds, read by validation and the schema alike. Growth entries each add a capacity step to
+# every day of the pool after them: 10,000 took 33 s to model inside the web request, past the solver's own limit.
+# MAX_POOL_GROWTH is far above a real question (a few pools grown on a few days). One weight per organization.
 MAX_WEIGHT = 10
+MAX_POOL_GROWTH = 50
+MAX_GROWTH_INSTANCES = 100_000
 
 
 class PoolGrowthSerializer(api.Serializer):
     pool = serializers.PrimaryKeyRelatedField(
         queryset=CapacityPool.objects.select_related("instance_type", "program"), help_text="Id of the pool grown."
     )
-    instances = serializers.IntegerField(min_value=1, max_value=100_000, help_text="Instances added to the pool.")
+    instances = serializers.IntegerField(
+        min_value=1, max_value=MAX_GROWTH_INSTANCES, help_text="Instances added to the pool."
+    )
     starts_on = serializers.DateField(validators=[IN_CYCLE], help_text="First day the added instances are there.")
 
 
 class WhatIfSerializer(api.Serializer):
     pool_growth = PoolGrowthSerializer(
-        many=True, required=False, help_text="Plan as if these pools had more allocatable instances from a day on."
+        many=True,
+        required=False,
+        max_length=MAX_POOL_GROWTH,
+        help_text=f"Plan as if these pools had more allocatable instances from a day on (at most {MAX_POOL_GROWTH} "
+        "entries, one per pool and day).",
     )
+
+    def validate_pool_growth(self, growth: list[dict]) -> list[dict]:
+        days = [(g["pool"].pk, g["starts_on"]) for g in growth]
+        if len(set(days)) < len(days):
+            raise serializers.ValidationError(_("Grow each pool once per day: add the instances up."))
+        return growth
+
     approve_as_asked = serializers.PrimaryKeyRelatedField(
         queryset=CapacityRequest.objects.none(),  # narrowed to the caller's scope by PlanRequestSerializer
         required=False,
@@ -70,7 +89,9 @@ class PlanRequestSerializer(api.Serializer):
         "first-come-first-served.",
     )
     weights = WeightSerializer(
-        many=True, required=False, help_text="Weights per organization for the max-min rule (share ÷ weight)."
+        many=True,
+        required=False,
+        help_text="Weights per organization for the max-min rule (share ÷ weight); one per organization.",
     )
     time_limit = serializers.FloatField(
         required=False,
@@ -93,6 +114,15 @@ class PlanRequestSerializer(api.Serializer):
             what_if = self.fields["what_if"].fields["approve_as_asked"]
             what_if.queryset = CapacityRequest.objects.visible_to(user).select_related("pool", "organization")
             self.fields["weights"].child.fields["organization"].queryset = visible_organizations(user)
+
+    def validate_weights(self, weights: list[dict]) -> list[dict]:
+        slugs = [w["organization"].slug for w in weights]
+        twice = sorted({slug for slug in slugs if slugs.count(slug) > 1})
+        if twice:
+            raise serializers.ValidationError(
+                _("One weight per organization: %(slugs)s given more than once.") % {"slugs": ", ".join(twice)}
+            )
+        return weights
 
     def ask(self) -> PlanAsk:
         data = self.validated_data
