@@ -25,6 +25,9 @@ def task_packages() -> list[str]:
 
 app.autodiscover_tasks(task_packages)
 
+# Tasks counted and timed by outcome in every worker (/metrics); imported for its signal handlers.
+from portal.metrics import celery as task_metrics  # noqa: E402, F401
+
 
 def ensure_broker_folders() -> None:
     """The filesystem broker needs its folders before the first publish or consume."""

@@ -12,7 +12,8 @@ the ParallelCluster library's too):
   used to run on to the hard limit. The hook lets the soft limit through at once.
 - `after-call` / `after-call-error`: each call's outcome (after botocore's retries) is counted per (account, region,
   service) and minute, in memory; `drain()` hands the counts over (workloads.operations.cloud_calls writes them after
-  each task), so there is no database write per call.
+  each task), so there is no database write per call. The outcome and the call's time (from `before-call`) also go
+  to /metrics, per service and region (portal.metrics).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from botocore.exceptions import (
 from celery.exceptions import SoftTimeLimitExceeded
 
 from portal.cloud.errors import TRANSIENT_CODES, TransientCloudError
+from portal.metrics.registry import observe_aws_call
 
 # Time kept back from a task's soft limit to write down the failure (a few row updates) and schedule the retry.
 RECORD_MARGIN_SECONDS = 5.0
@@ -161,6 +163,13 @@ def failure_of(error: BaseException) -> str:
     return type(error).__name__
 
 
+# The failures above that say the endpoint did not answer, as opposed to an answer that is an error: an endpoint
+# that failed so is well again once it answers at all (workloads.operations.health, portal.cloud.reachability).
+NO_ANSWER = frozenset(
+    {"timeout", "stopped at the task's time limit", "no connection (refused or unreachable)", "connection closed"}
+)
+
+
 def failure_of_answer(status: int, code: str) -> str:
     """ "" for an answer that says the endpoint works (2xx, and a 4xx about the request: not found, invalid …)."""
     if status >= 500:
@@ -180,6 +189,14 @@ def watch(events, *, account: str, region: str, attempt_seconds: float) -> None:
         parts = event_name.split(".")
         return parts[1] if len(parts) > 1 else "unknown"
 
+    def before_call(context=None, **kwargs) -> None:
+        if context is not None:  # one dict per call, handed to its after-call hooks too
+            context["portal_started"] = time.monotonic()
+
+    def seconds_of(context) -> float | None:
+        started = (context or {}).get("portal_started")
+        return time.monotonic() - started if started is not None else None
+
     def before_send(event_name: str = "", **kwargs) -> None:
         ensure_time_for(attempt_seconds, what=f"a call to {service_of(event_name)} in {region}")
 
@@ -188,16 +205,20 @@ def watch(events, *, account: str, region: str, attempt_seconds: float) -> None:
         if interrupt is not None:
             raise interrupt
 
-    def after_call(event_name: str = "", http_response=None, parsed=None, **kwargs) -> None:
+    def after_call(event_name: str = "", http_response=None, parsed=None, context=None, **kwargs) -> None:
         status = getattr(http_response, "status_code", 200)
         code = (parsed or {}).get("Error", {}).get("Code", "") if isinstance(parsed, dict) else ""
-        record(account=account, region=region, service=service_of(event_name), failure=failure_of_answer(status, code))
+        service, failure = service_of(event_name), failure_of_answer(status, code)
+        record(account=account, region=region, service=service, failure=failure)
+        observe_aws_call(service=service, region=region, failed=bool(failure), seconds=seconds_of(context))
 
-    def after_call_error(event_name: str = "", exception=None, **kwargs) -> None:
+    def after_call_error(event_name: str = "", exception=None, context=None, **kwargs) -> None:
         if isinstance(exception, OutOfTime):
             return  # never sent: says nothing about the endpoint
         record(account=account, region=region, service=service_of(event_name), failure=failure_of(exception))
+        observe_aws_call(service=service_of(event_name), region=region, failed=True, seconds=seconds_of(context))
 
+    events.register("before-call", before_call)
     events.register("before-send", before_send)
     events.register("needs-retry", needs_retry)
     events.register("after-call", after_call)

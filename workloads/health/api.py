@@ -18,6 +18,7 @@ from workloads.reporting.ingest import ClusterIngestView
 
 class HealthIngestView(ClusterIngestView):
     serializer_class = HealthIngestSerializer
+    items_field = "readings"  # /metrics counts the readings a report carried
 
     @extend_schema(
         summary="Post one node's GPU or Neuron exporter text, or a neuron-monitor JSON report: faults open health "

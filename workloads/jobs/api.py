@@ -18,6 +18,7 @@ from workloads.reporting.ingest import ClusterIngestView
 
 class JobIngestView(ClusterIngestView):
     serializer_class = JobIngestSerializer
+    items_field = "received"  # /metrics counts the jobs a report carried
 
     @extend_schema(
         summary="Post the cluster's sacct table: jobs are added or updated per job id (posting twice changes nothing)",

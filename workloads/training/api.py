@@ -20,10 +20,11 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from portal import serializers as api
 from portal.periods import this_week
 from tenants.access import require_writer
 from workloads.records.models import Workload
-from workloads.reporting.ingest import ClusterIngestView
+from workloads.reporting.ingest import ClusterIngestView, CountedIngest
 from workloads.training import series as progress_series
 from workloads.training.figures import RunFigures, workload_progress
 from workloads.training.goodput import HOURS, week_goodput
@@ -48,6 +49,7 @@ def _post(workload: Workload, data: dict, **fields):
 
 class ClusterProgressView(ClusterIngestView):
     serializer_class = ProgressLogSerializer
+    items_field = "points"  # /metrics counts the progress points a post carried
 
     @extend_schema(
         summary="Post new lines of a training log: a run's progress (the reporter's `progress` command)",
@@ -182,7 +184,7 @@ class ProgressSummarySerializer(serializers.Serializer):
     goodput = GoodputSerializer(many=True, help_text="Last week's and this week's goodput, with where the time went.")
 
 
-class SeriesQuery(serializers.Serializer):
+class SeriesQuery(api.QuerySerializer):
     """The query string of the progress summary (a plain serializer: a query carries format and other parameters)."""
 
     points = serializers.IntegerField(
@@ -214,8 +216,9 @@ def goodput_of(workload: Workload, week) -> dict:
     return GoodputSerializer({"week": week, "goodput": figures.goodput, **{h: getattr(figures, h) for h in HOURS}}).data
 
 
-class WorkloadProgressView(APIView):
+class WorkloadProgressView(CountedIngest, APIView):
     permission_classes = [IsAuthenticated]
+    items_field = "points"  # /metrics counts each post and the progress points it carried
     model = Workload  # tests/test_tenant_gate.py: the id in the path names a workload
 
     def workload(self, request, pk: int) -> Workload:
