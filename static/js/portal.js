@@ -1,3 +1,22 @@
+// The page's Content-Security-Policy allows no inline event handler (onclick=, onsubmit=…): what they did is here.
+// A form with data-confirm asks first (before the guard below marks it as sent, so "Cancel" leaves it usable).
+document.addEventListener("submit", (event) => {
+  const question = event.target.dataset && event.target.dataset.confirm;
+  if (question && !window.confirm(question)) event.preventDefault();
+});
+// A select with data-submit-on-change sends its form when a choice is made (the language switch).
+document.addEventListener("change", (event) => {
+  if (event.target.matches && event.target.matches("select[data-submit-on-change]")) event.target.form.submit();
+});
+// A field with data-select-on-focus selects its text when focused (a new key, to copy at once).
+document.addEventListener("focusin", (event) => {
+  if (event.target.matches && event.target.matches("input[data-select-on-focus]")) event.target.select();
+});
+// A button with data-print opens the print dialog.
+document.addEventListener("click", (event) => {
+  if (event.target.closest && event.target.closest("[data-print]")) window.print();
+});
+
 // One submission per POST form: a double click must not file a request twice.
 // htmx forms are left to htmx (it prevents the browser's own submit, so defaultPrevented is set here).
 document.addEventListener("submit", (event) => {

@@ -33,6 +33,56 @@ def browser():
         browser.close()
 
 
+# Every page of every browser test runs under the portal's Content-Security-Policy and must not break it: a refused
+# script, style, image, request or form target is a violation the test fails on, whatever it was testing. The
+# browser reports each one twice (a `securitypolicyviolation` event in the page, a console message); both are
+# recorded, so one missed by the other (a worker's, a report the page left before dispatching) still counts. A
+# Permissions-Policy header the browser cannot read (an unknown feature) is logged there too, and counts as well.
+# Under the policy, give wait_for_function a function ("() => …"): an expression string is polled through eval,
+# which the policy refuses.
+WATCH_SECURITY_POLICY = """document.addEventListener("securitypolicyviolation", (e) =>
+    window.__portalSecurityPolicyViolation(
+        `${e.effectiveDirective} refused ${e.blockedURI || "(inline)"} at ${e.sourceFile || "?"}:${e.lineNumber}`));"""
+POLICY_MESSAGES = ("Content Security Policy", "Content-Security-Policy", "Permissions-Policy")
+
+
+def watch_security_policy(context, violations: list[str]) -> None:
+    """Record every policy violation in `context`'s pages into `violations`."""
+    context.expose_binding(
+        "__portalSecurityPolicyViolation", lambda source, text: violations.append(f"{source['page'].url}: {text}")
+    )
+    context.add_init_script(WATCH_SECURITY_POLICY)
+    context.on(
+        "console",
+        lambda message: (
+            violations.append(f"{message.page.url if message.page else '?'}: {message.text}")
+            if any(words in message.text for words in POLICY_MESSAGES)
+            else None
+        ),
+    )
+
+
+@pytest.fixture(autouse=True)
+def security_policy_violations(request, monkeypatch):
+    """Every browser context a test opens (the `page` fixture's or its own) is watched; at the end the test fails
+    on any violation it saw."""
+    violations: list[str] = []
+    if "browser" not in request.fixturenames:
+        yield violations
+        return
+    browser = request.getfixturevalue("browser")
+    new_context = browser.new_context
+
+    def watched_context(*args, **kwargs):
+        context = new_context(*args, **kwargs)
+        watch_security_policy(context, violations)
+        return context
+
+    monkeypatch.setattr(browser, "new_context", watched_context)
+    yield violations
+    assert violations == [], "Content-Security-Policy or Permissions-Policy violations:\n" + "\n".join(violations)
+
+
 @pytest.fixture
 def page(browser):
     context = browser.new_context(viewport={"width": 1280, "height": 860}, locale="en-US")

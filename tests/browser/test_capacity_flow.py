@@ -80,7 +80,7 @@ def test_a_double_click_submits_the_request_form_once(page, live_server):
     log_in(page, live_server, "tenant1")
     page.get_by_role("link", name="Capacity", exact=True).click()
     page.get_by_role("link", name="Request capacity").click()
-    page.wait_for_function("document.readyState === 'complete'")  # deferred scripts have run
+    page.wait_for_function("() => document.readyState === 'complete'")  # deferred scripts have run
     # Count the submissions that would leave the page; stop them here so the count is all that happens.
     sent = page.evaluate(
         """() => {

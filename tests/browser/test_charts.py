@@ -105,7 +105,7 @@ def test_the_program_usage_charts(page, live_server, demo, language):  # noqa: F
     for index in (1, 2, 3):
         with page.expect_response(lambda response: "/program/usage/?" in response.url):
             page.locator("select[name=period]").select_option(index=index)
-        page.wait_for_function("!document.querySelector('.htmx-request')")
+        page.wait_for_function("() => !document.querySelector('.htmx-request')")
         page.wait_for_function(DRAWN)
         boxes = page.locator("[data-chart]").count()
         assert page.evaluate("window.portalCharts.count()") == boxes == 5

@@ -59,7 +59,7 @@ def test_tenant_creates_a_cluster_and_watches_it_come_into_service(page, live_se
     flash = page.get_by_text("Cluster sakura-70b requested: it is being provisioned.")
     assert flash.is_visible()
     page.evaluate("window.__notReloaded = true")
-    page.wait_for_function("document.querySelector('[data-testid=cluster-status]').innerText === 'Provisioning'")
+    page.wait_for_function("() => document.querySelector('[data-testid=cluster-status]').innerText === 'Provisioning'")
     assert page.locator("progress").is_visible()
     screenshot("cluster-provisioning")
 
@@ -70,7 +70,7 @@ def test_tenant_creates_a_cluster_and_watches_it_come_into_service(page, live_se
     cluster_tasks.poll_clusters.delay()  # what beat does every minute
 
     page.wait_for_function(
-        "document.querySelector('[data-testid=cluster-status]').innerText === 'In service'", timeout=30_000
+        "() => document.querySelector('[data-testid=cluster-status]').innerText === 'In service'", timeout=30_000
     )
     assert page.evaluate("window.__notReloaded") is True  # htmx swapped the status in; no reload
     assert page.locator("progress").count() == 0  # polling and the progress bar stop once in service

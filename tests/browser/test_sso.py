@@ -5,7 +5,9 @@ from urllib.parse import urljoin
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.utils.csp import CSP
 
+from portal.settings import origins
 from tenants.models import Membership
 from tenants.sso import provider as sso_provider
 from tenants.sso.models import OidcIdentity
@@ -28,6 +30,9 @@ def use(settings, provider) -> None:
     settings.OIDC_RP_CLIENT_SECRET = CLIENT_SECRET
     settings.OIDC_PROVIDER_NAME = "Test University"
     settings.PROGRAM_CONTACT_EMAIL = "fm-program@example.jp"
+    # As settings.py derives it from OIDC_ISSUER_URL at start: signing out posts to the portal, which redirects to
+    # the provider's end-session endpoint, and Chromium holds that redirect to the page's form-action.
+    settings.SECURE_CSP = {**settings.SECURE_CSP, "form-action": [CSP.SELF, *origins(provider.issuer)]}
     sso_provider.forget()
 
 

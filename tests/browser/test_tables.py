@@ -64,7 +64,7 @@ def test_a_header_sorts_the_table_in_place(page, live_server, screenshot, demo, 
     header = page.locator("#org-usage thead a[data-sort=utilization]")
     header.click()
     page.wait_for_url("**sort=utilization**")
-    page.wait_for_function("!document.querySelector('.htmx-request')")
+    page.wait_for_function("() => !document.querySelector('.htmx-request')")
     cells = (
         "() => [...document.querySelectorAll('#org-usage tbody tr td:nth-child(4)')]"
         ".map(td => parseFloat(td.innerText))"
@@ -73,7 +73,7 @@ def test_a_header_sorts_the_table_in_place(page, live_server, screenshot, demo, 
     assert len(rising) == 12 and rising == sorted(rising)
     page.locator("#org-usage thead a[data-sort=utilization]").click()
     page.wait_for_url("**sort=-utilization**")
-    page.wait_for_function("!document.querySelector('.htmx-request')")
+    page.wait_for_function("() => !document.querySelector('.htmx-request')")
     assert page.evaluate(cells) == sorted(rising, reverse=True)
     assert page.evaluate("window.__notReloaded") is True
     assert page.evaluate(OVERFLOWING) == []
@@ -82,7 +82,7 @@ def test_a_header_sorts_the_table_in_place(page, live_server, screenshot, demo, 
     page.goto(f"{live_server.url}/program/capacity/allocations/")
     page.locator("table.allocations thead a[data-sort=instances]").click()
     page.wait_for_url("**sort=instances**")
-    page.wait_for_function("!document.querySelector('.htmx-request')")
+    page.wait_for_function("() => !document.querySelector('.htmx-request')")
     counts = page.evaluate(
         "() => [...document.querySelectorAll('table.allocations tbody tr td:nth-child(3)')]"
         ".map(td => parseInt(td.innerText))"

@@ -52,7 +52,7 @@ def test_the_program_dashboard_reads_at_1280(page, live_server, screenshot, demo
     # Choosing a week swaps the body through htmx without reloading the page.
     page.evaluate("window.__notReloaded = true")
     page.locator("select[name=period]").select_option(index=1)
-    page.wait_for_function("document.querySelector('#usage-body') && !document.querySelector('.htmx-request')")
+    page.wait_for_function("() => document.querySelector('#usage-body') && !document.querySelector('.htmx-request')")
     assert page.evaluate("window.__notReloaded") is True
     assert page.evaluate(OVERFLOWING) == []
     screenshot(f"usage-program-week-{language}")
@@ -84,7 +84,7 @@ def test_typing_dates_picks_the_range_in_one_request(page, live_server, demo):
     page.locator("#end").focus()
     page.locator("#end").press_sequentially(last.strftime("%m%d%Y"))
     page.wait_for_timeout(1500)  # longer than the form's debounce, so a second request would have gone
-    page.wait_for_function("!document.querySelector('.htmx-request')")
+    page.wait_for_function("() => !document.querySelector('.htmx-request')")
     assert len(sent) == 1, sent
     assert (
         "period=range" in sent[0] and f"start={first.isoformat()}" in sent[0] and f"end={last.isoformat()}" in sent[0]

@@ -44,7 +44,12 @@ def points(change: Decimal | None) -> str:
 
 
 @register.filter
-def band_color(ratio: Decimal | None) -> str:
-    from workloads.usage.charts import band
+def band_class(ratio: Decimal | None) -> str:
+    """The utilization's band as a class, `band-1` (lowest) … `band-4`, or `band-none` without an allocation:
+    static/css/portal.css colours each as the charts do (the page's Content-Security-Policy refuses a style
+    attribute carrying the colour itself)."""
+    from workloads.usage.charts import BANDS, band
 
-    return band(ratio)
+    if ratio is None:
+        return "band-none"
+    return f"band-{[color for _limit, color, _label in BANDS].index(band(ratio)) + 1}"
