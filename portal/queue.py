@@ -35,7 +35,13 @@ def send(task, *args, expires: float | None = None) -> bool:
     return True
 
 
-def send_on_commit(task, *args) -> None:
+def send_on_commit(task, *args, on_refused=None) -> None:
     """`task.delay_on_commit(*args)` that cannot fail the request: a rolled-back transaction sends nothing,
-    a committed one sends once, and a broker that is down is logged for the reconciler."""
-    transaction.on_commit(lambda: send(task, *args))
+    a committed one sends once, and a broker that is down is logged for the reconciler — and `on_refused()`
+    called, so the row can say its message was never sent (it is then due at the reconciler's next run)."""
+
+    def publish() -> None:
+        if not send(task, *args) and on_refused is not None:
+            on_refused()
+
+    transaction.on_commit(publish)

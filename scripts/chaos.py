@@ -177,7 +177,24 @@ FAULT_KINDS: dict[str, tuple[int, int]] = {
     "aws-blackhole": (30, 150),
     "aws-refuse": (20, 60),
     "restart-postgres": (0, 0),
+    # A database outage, not a restart: every API answer meanwhile is a 503, and deep health says so.
+    "stop-postgres": (20, 30),
 }
+# What deep health must say while each kind of fault lasts: a line of its `problems` starting so. A fast restart of
+# PostgreSQL is over in a fraction of a second, before anything could name it.
+NAMES: dict[str, str | None] = {
+    "kill-worker": "consumers:",
+    "kill-poller": "consumers:",
+    "kill-beat": "beat:",
+    "kill-worker-mid-provision": "aws:",
+    "stop-redis": "broker:",
+    "aws-blackhole": "aws:",
+    "aws-refuse": "aws:",
+    "restart-postgres": None,
+    "stop-postgres": "database:",
+}
+NAME_WITHIN = CLEAR_WITHIN = 15  # seconds: a fault named within this of its start, cleared within this of its end
+HEALTH_EVERY = 2.0  # seconds between two questions to /healthz?deep=1
 FAULT_GAP_SECONDS = 20  # between the end of one fault and the start of the next
 
 
@@ -230,6 +247,47 @@ def schedule_faults(
     return faults
 
 
+# --- What deep health said ------------------------------------------------------------------------------------
+
+
+def named_and_cleared(health, kind: str, began: float, ended: float) -> tuple[float | None, float | None]:
+    """Seconds from the fault's start until deep health first named it, and from its end until it first no longer
+    did; None where that never happened (within the fault and CLEAR_WITHIN after it, for the naming)."""
+    prefix = NAMES[kind]
+    if prefix is None:
+        return None, None
+    named_at = next(
+        (when for when, _status, problems in health
+         if began <= when <= ended + CLEAR_WITHIN and any(p.startswith(prefix) for p in problems)),
+        None,
+    )  # fmt: skip
+    if named_at is None:
+        return None, None
+    cleared_at = next(
+        (when for when, _status, problems in health
+         if when >= max(ended, named_at) and not any(p.startswith(prefix) for p in problems)),
+        None,
+    )  # fmt: skip
+    return named_at - began, (None if cleared_at is None else max(0.0, cleared_at - ended))
+
+
+def false_alarms(health, windows: list[tuple[float, float]]) -> list[tuple[float, int, list[str]]]:
+    """Deep health answers other than 200 outside every fault (from its start to CLEAR_WITHIN after its end)."""
+    return [
+        (when, status, problems)
+        for when, status, problems in health
+        if status != 200 and not any(began <= when <= ended + CLEAR_WITHIN for began, ended in windows)
+    ]
+
+
+def answers_during(answers, windows: list[tuple[float, float]], *, settle: float = 2.0) -> collections.Counter:
+    """The API's answers by status while a fault held (from `settle` s after its start: a request under way when it
+    began may still have been answered)."""
+    return collections.Counter(
+        status for when, status in answers if any(began + settle <= when <= ended for began, ended in windows)
+    )
+
+
 # --- Processes -----------------------------------------------------------------------------------------------
 
 
@@ -266,10 +324,12 @@ class Service:
     restart_delay: float = 2.0
     process: subprocess.Popen | None = None
     exits: list[tuple[float, int | None, bool]] = field(default_factory=list)  # (when, code, killed by a fault)
+    starts: list[float] = field(default_factory=list)  # monotonic
     _killing: bool = False
     _down_since: float | None = None
 
     def start(self) -> None:
+        self.starts.append(time.monotonic())
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
                 self.argv, cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
@@ -362,6 +422,14 @@ class Infra:
     def restart_postgres(self) -> None:
         log = str(self.pg_data / "log")  # restart keeps the server's options, not where its log goes
         self._pg(postgres_bin("pg_ctl"), "-D", str(self.pg_data), "-l", log, "-m", "fast", "-w", "restart", check=False)
+
+    def stop_postgres(self) -> None:
+        self._pg(postgres_bin("pg_ctl"), "-D", str(self.pg_data), "-m", "fast", "-w", "stop", check=False)
+
+    def start_again_postgres(self) -> None:
+        log = str(self.pg_data / "log")
+        options = f"-c listen_addresses={LOOPBACK} -p {self.pg_port} -k {self.pg_data} -c fsync=off"
+        self._pg(postgres_bin("pg_ctl"), "-D", str(self.pg_data), "-l", log, "-o", options, "-w", "start", check=False)
 
     def start_redis(self) -> None:
         # As in docker-compose: an append-only file, so a stopped Redis comes back with its queues.
@@ -494,7 +562,9 @@ class Api:
         except urllib.error.HTTPError as error:
             status, raw = error.code, error.read()
         except (OSError, TimeoutError) as error:
-            self.ledger.no_answer[f"{method} {route}: {type(error).__name__}"] += 1
+            with self.ledger.lock:
+                self.ledger.no_answer[f"{method} {route}: {type(error).__name__}"] += 1
+                self.ledger.answers.append((time.monotonic(), 0))
             return 0, None
         text = raw.decode(errors="replace")
         try:
@@ -512,10 +582,12 @@ class Ledger:
     server_errors: collections.Counter = field(default_factory=collections.Counter)  # (status, route, cause)
     client_errors: collections.Counter = field(default_factory=collections.Counter)
     no_answer: collections.Counter = field(default_factory=collections.Counter)
+    answers: list[tuple[float, int]] = field(default_factory=list)  # (monotonic, status; 0: no answer)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def answered(self, method: str, route: str, status: int, text: str) -> None:
         with self.lock:
+            self.answers.append((time.monotonic(), status))
             self.statuses[status] += 1
             if status >= 500:
                 self.server_errors[(status, f"{method} {route}", cause(text))] += 1
@@ -660,18 +732,20 @@ class Manager(threading.Thread):
 class Watch(threading.Thread):
     """Every few seconds: which clusters are late (read from PostgreSQL), and what /healthz?deep=1 says."""
 
-    def __init__(self, dsn: str, web: str, stop: threading.Event, every: float = 5.0) -> None:
+    def __init__(self, dsn: str, web: str, stop: threading.Event, every: float = HEALTH_EVERY) -> None:
         super().__init__(name="watch", daemon=True)
         self.dsn, self.web, self.stop_event, self.every = dsn, web, stop, every
         self.samples: list[tuple[float, int | None, int]] = []  # (monotonic, late clusters or None, in flight)
-        self.health: list[tuple[float, int]] = []  # (monotonic, HTTP status of /healthz?deep=1; 0: no answer)
+        # (monotonic when answered, HTTP status of /healthz?deep=1 (0: no answer), its problems)
+        self.health: list[tuple[float, int, list[str]]] = []
 
     def run(self) -> None:
         while not self.stop_event.is_set():
             now = time.monotonic()
             self.samples.append((now, *self.late()))
-            self.health.append((now, self.healthz()))
-            self.stop_event.wait(self.every)
+            status, problems = self.healthz()
+            self.health.append((time.monotonic(), status, problems))  # when the answer came
+            self.stop_event.wait(max(0.0, self.every - (time.monotonic() - now)))
 
     def late(self) -> tuple[int | None, int]:
         import psycopg
@@ -687,14 +761,19 @@ class Watch(threading.Thread):
         except psycopg.Error:
             return None, 0
 
-    def healthz(self) -> int:
+    def healthz(self) -> tuple[int, list[str]]:
         try:
             with urllib.request.urlopen(self.web + "/healthz?deep=1", timeout=10) as answer:
-                return answer.status
+                status, raw = answer.status, answer.read()
         except urllib.error.HTTPError as error:
-            return error.code
-        except (OSError, TimeoutError):
-            return 0
+            status, raw = error.code, error.read()
+        except (OSError, TimeoutError) as error:
+            return 0, [f"no answer: {type(error).__name__}"]
+        try:
+            problems = json.loads(raw).get("problems", [])
+        except (ValueError, AttributeError):
+            problems = [f"not JSON: {cause(raw.decode(errors='replace'), 80)}"]
+        return status, [str(problem) for problem in problems]
 
 
 # --- The run -------------------------------------------------------------------------------------------------
@@ -826,6 +905,9 @@ class Run:
             started = time.monotonic()
             self.infra.restart_postgres()
             return f"pg_ctl restart -m fast took {time.monotonic() - started:.1f} s"
+        if kind == "stop-postgres":
+            self.infra.stop_postgres()
+            return f"PostgreSQL stopped for {fault.seconds} s"
         raise ValueError(kind)
 
     def probe(self) -> str:
@@ -846,6 +928,8 @@ class Run:
     def end(self, fault: Fault) -> None:
         if fault.kind == "stop-redis":
             self.infra.start_redis()
+        elif fault.kind == "stop-postgres":
+            self.infra.start_again_postgres()
         elif fault.kind.startswith("aws-") or fault.kind == "kill-worker-mid-provision":
             self.infra.proxy.set_mode("pass")
 
@@ -962,8 +1046,41 @@ class Run:
                 last_bad = when
         return max(0.0, last_bad - last_fault_end)
 
+    def fault_spans(self) -> list[tuple[Fault, float, float, str]]:
+        """Each fault with when it began and ended; a killed process's fault ends when it was started again."""
+        spans = []
+        for fault, began, ended, note in self.done_faults:
+            service = self.services.get(fault.kind.removeprefix("kill-")) if fault.kind.startswith("kill-") else None
+            if service is not None and fault.kind != "kill-worker-mid-provision":
+                ended = next((when for when in service.starts if when >= began), ended)
+            spans.append((fault, began, ended, note))
+        return spans
+
+    def health_figures(self) -> dict:
+        spans = self.fault_spans()
+        verdicts = [(fault, *named_and_cleared(self.watch.health, fault.kind, began, ended)) for fault, began, ended,
+                    _ in spans]  # fmt: skip
+        not_named = 0
+        for (fault, named, _), (_, began, ended, _) in zip(verdicts, spans, strict=True):
+            judged = NAMES[fault.kind] is not None and ended - began >= NAME_WITHIN  # a kill may be over before
+            if (named is None and judged) or (named is not None and named > NAME_WITHIN):
+                not_named += 1
+        not_cleared = sum(1 for _, named, cleared in verdicts if named is not None and (cleared or 1e9) > CLEAR_WITHIN)
+        outages = [(began, ended) for fault, began, ended, _ in spans if fault.kind == "stop-postgres"]
+        during = answers_during(self.ledger.answers, outages)
+        return {
+            "spans": spans,
+            "verdicts": verdicts,
+            "not_named": not_named,
+            "not_cleared": not_cleared,
+            "false_alarms": false_alarms(self.watch.health, [(began, ended) for _, began, ended, _ in spans]),
+            "outage_answers": during,
+            "outage_not_503": sum(n for status, n in during.items() if status != 503),
+        }
+
     def report(self, *, started: float, last_fault_end: float, load_ended: float) -> int:
         figures = self.collect()
+        health = figures["health"] = self.health_figures()
         settled = self.settled_after(last_fault_end, load_ended)
         other_5xx = sum(n for (status, _, _), n in self.ledger.server_errors.items() if status != 503)
         answered_503 = sum(n for (status, _, _), n in self.ledger.server_errors.items() if status == 503)
@@ -976,6 +1093,11 @@ class Run:
             ("5xx other than 503", other_5xx, 0),
             # A worker killed mid-provision: every cluster in service within 3 minutes.
             ("longest a cluster took to provision (seconds)", figures["slowest_seconds"], SETTLE_GOAL_SECONDS),
+            # Deep health speaks early and only when something is wrong.
+            (f"faults deep health did not name within {NAME_WITHIN} s", health["not_named"], 0),
+            (f"faults deep health still named {CLEAR_WITHIN} s after their end", health["not_cleared"], 0),
+            ("deep health alarms outside any fault", len(health["false_alarms"]), 0),
+            ("API answers other than 503 while PostgreSQL was down", health["outage_not_503"], 0),
         ]
         missed = []
         print()
@@ -1046,16 +1168,30 @@ class Run:
                 print(f"\n{label}:")
                 for row in figures[key][:15]:
                     print(f"  {row}")
-        print("\nFaults (t: seconds after the load started, UTC; health: /healthz?deep=1 non-200 / probes during it):")
+        health = figures["health"]
+        print(
+            "\nFaults (t: seconds after the load started, UTC; /healthz?deep=1 asked every "
+            f"{HEALTH_EVERY:g} s: named N s after the start, cleared N s after the end):"
+        )
         offset = time.time() - time.monotonic()
-        for fault, began, ended, note in self.done_faults:
-            probes = [code for when, code in self.watch.health if began <= when <= max(ended, began + 60)]
-            bad = sum(1 for code in probes if code != 200)
+        for (fault, began, ended, note), (_, named, cleared) in zip(health["spans"], health["verdicts"], strict=True):
             utc = time.strftime("%H:%M:%S", time.gmtime(began + offset))
-            print(
-                f"  t={began - started:>5.0f} {utc}  {fault.kind:<17} {note}; health {bad}/{len(probes)} in "
-                f"{'the fault' if fault.seconds else 'the next 60 s'}"
-            )
+            if NAMES[fault.kind] is None:
+                said = "not judged (over at once)"
+            elif named is None:
+                said = f"never named '{NAMES[fault.kind]}' (lasted {ended - began:.0f} s)"
+            else:
+                gone = f"cleared in {cleared:.0f} s" if cleared is not None else "never cleared"
+                said = f"named in {named:.0f} s, {gone}"
+            print(f"  t={began - started:>5.0f} {utc}  {fault.kind:<17} {note}; {said}")
+        if health["outage_answers"]:
+            outage = sorted(health["outage_answers"].items())
+            answers = ", ".join(f"{n} × {status or 'no answer'}" for status, n in outage)
+            print(f"\nAPI answers while PostgreSQL was down: {answers}")
+        if health["false_alarms"]:
+            print("\nDeep health alarms outside any fault (t, status, problems):")
+            for when, status, problems in health["false_alarms"][:15]:
+                print(f"  t={when - started:>5.0f} {status}: {'; '.join(problems)[:160]}")
         print("\nProcess exits (restarted after 2 s, as restart: always):")
         for service in self.services.values():
             by_fault = sum(1 for _, _, killed in service.exits if killed)

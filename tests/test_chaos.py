@@ -203,3 +203,36 @@ def test_the_provisioning_goal_reads_provisioning_only_and_deletion_apart():
     now = t0 + timedelta(seconds=300)
     assert chaos.longest_in_flight(events, now=now, statuses=chaos.PROVISIONING) == (40.0, 1)
     assert chaos.longest_in_flight(events, now=now, statuses=("deleting",)) == (190.0, 1)
+
+
+# --- What deep health said during each fault --------------------------------------------------------------------
+
+OK, BROKER, BEAT = (200, []), (503, ["broker: down: OperationalError"]), (503, ["beat: stopped: not running for 9 s"])
+
+
+def answers(*samples):
+    """(time, (status, problems)) → the Watch's (time, status, problems)."""
+    return [(when, status, problems) for when, (status, problems) in samples]
+
+
+def test_a_fault_is_named_from_its_start_and_cleared_from_its_end():
+    health = answers((98, OK), (102, OK), (106, BROKER), (110, BROKER), (130, BROKER), (134, OK), (138, OK))
+    assert chaos.named_and_cleared(health, "stop-redis", 100, 130) == (6, 4)
+    assert chaos.named_and_cleared(health, "kill-beat", 100, 130) == (None, None)  # never said "beat:"
+    assert chaos.named_and_cleared(health, "restart-postgres", 100, 100) == (None, None)  # not judged
+
+
+def test_a_fault_still_named_at_the_end_of_the_samples_was_never_cleared():
+    health = answers((100, OK), (103, BEAT), (140, BEAT))
+    assert chaos.named_and_cleared(health, "kill-beat", 100, 101) == (3, None)
+
+
+def test_alarms_count_only_outside_every_fault_and_its_clearing_time():
+    health = answers((50, BROKER), (105, BROKER), (140, BEAT), (146, BEAT), (200, OK))
+    alarms = chaos.false_alarms(health, [(100, 130)])
+    assert [when for when, *_ in alarms] == [50, 146]  # 105 in the fault; 140 within 15 s of its end
+
+
+def test_the_api_answers_during_an_outage_skip_those_under_way_when_it_began():
+    during = chaos.answers_during([(99, 200), (101, 200), (105, 503), (120, 503), (131, 0)], [(100, 130)])
+    assert during == {503: 2}

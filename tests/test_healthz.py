@@ -2,10 +2,11 @@ import re
 from contextlib import contextmanager
 
 import pytest
+import time_machine
 from celery import Celery
 from django.db import OperationalError
 
-from tests.cloud.conftest import no_counted_calls, refusing_endpoint  # noqa: F401  (fixtures)
+from tests.cloud.conftest import black_hole, no_counted_calls, refusing_endpoint  # noqa: F401  (fixtures)
 
 
 @pytest.mark.django_db
@@ -28,7 +29,9 @@ def test_healthz_says_the_broker_is_down_but_web_stays_in_service(client, monkey
     # Nothing listens on port 1: a real connection attempt fails. (Celery lets the environment's
     # CELERY_BROKER_URL override an app's broker argument, so CI's Redis URL must go first.)
     monkeypatch.delenv("CELERY_BROKER_URL", raising=False)
-    monkeypatch.setattr("portal.views.celery_app", Celery("down", broker="redis://127.0.0.1:1/0", set_as_current=False))
+    down = Celery("down", broker="redis://127.0.0.1:1/0", set_as_current=False)
+    monkeypatch.setattr("portal.checks.celery_app", down)
+    monkeypatch.setattr("portal.views.celery_app", down)
     response = client.get("/healthz")
     assert response.status_code == 200
     body = response.json()
@@ -49,6 +52,9 @@ def test_healthz_is_503_when_the_database_is_down(client, monkeypatch):
     response = client.get("/healthz")
     assert response.status_code == 503
     assert response.json()["database"] == "down: connection refused"
+    deep = client.get("/healthz?deep=1")
+    assert deep.status_code == 503
+    assert deep.json()["problems"] == ["database: down: connection refused"]
 
 
 def _heartbeats(seconds_ago: dict[str, float]) -> None:
@@ -66,22 +72,16 @@ def _heartbeats(seconds_ago: dict[str, float]) -> None:
         )
 
 
-@pytest.mark.django_db
 def _beat_sent(seconds_ago: float) -> None:
+    """Beat noted it was alive `seconds_ago` (what its scheduler does every pass: workloads.operations.beat)."""
     from datetime import timedelta
 
     from django.utils import timezone
-    from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
-    every, _ = IntervalSchedule.objects.get_or_create(every=30, period=IntervalSchedule.SECONDS)
-    PeriodicTask.objects.update_or_create(
-        name="heartbeat-celery",
-        defaults={
-            "task": "workloads.operations.heartbeat",
-            "interval": every,
-            "last_run_at": timezone.now() - timedelta(seconds=seconds_ago),
-        },
-    )
+    from workloads.operations.beat import note_alive
+
+    with time_machine.travel(timezone.now() - timedelta(seconds=seconds_ago), tick=False):
+        note_alive()
 
 
 @pytest.fixture
@@ -109,7 +109,8 @@ def live_worker(tmp_path, monkeypatch):
 
 @pytest.mark.django_db(transaction=True)
 def test_deep_health_is_200_when_every_queue_has_a_live_worker_and_nothing_is_late(client, live_worker):
-    _heartbeats({"celery": 10, "polls": 25})  # beat sent them: fresh before its scheduler records a send
+    _heartbeats({"celery": 10, "polls": 25})
+    _beat_sent(1)
     with live_worker("celery", "polls"):
         response = client.get("/healthz?deep=1")
     assert response.status_code == 200, response.json()
@@ -129,6 +130,7 @@ def test_a_queue_no_live_worker_consumes_is_named_though_its_heartbeat_is_fresh(
     """Seen: a worker killed -9 and restarted 30–50 s later never showed, its last heartbeat being still fresh. A
     live worker answers the broadcast at once; a dead one never does."""
     _heartbeats({"celery": 5, "polls": 5})
+    _beat_sent(1)
     with live_worker("celery"):
         deep = client.get("/healthz?deep=1")
     assert deep.status_code == 503
@@ -154,12 +156,44 @@ def test_a_heartbeat_more_than_a_minute_late_makes_its_queue_stale(client):
     assert client.get("/healthz").json()["worker"] == "stale: no heartbeat on polls"
 
 
+@pytest.fixture
+def answering_endpoint(settings):
+    """An endpoint that answers every request (404, as AWS answers an unsigned GET of its root with an error)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class NotFound(BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(404)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), NotFound)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def _called(service: str = "sts", failure: str = "") -> None:
+    """A worker called `service` in us-east-1 and wrote the outcome down after its task."""
+    from portal.cloud import calls
+    from workloads.operations import cloud_calls
+
+    calls.record(account="111122223333", region="us-east-1", service=service, failure=failure)
+    cloud_calls.flush()
+
+
 @pytest.mark.django_db
-def test_an_aws_endpoint_that_refuses_is_named_until_it_answers_again(client, request):
+def test_an_aws_endpoint_that_refuses_is_named_until_it_answers_again(client, request, settings, answering_endpoint):
     """Seen: during 60 s of refusals /healthz?deep=1 said ok. The calls' outcomes are counted per account, region
     and service (portal.cloud.calls) and written after each task; deep health names an endpoint whose latest failed."""
+    from django.core.cache import cache
+
     from portal import cloud
-    from portal.cloud import calls
     from workloads.operations import cloud_calls
 
     request.getfixturevalue("refusing_endpoint")
@@ -171,15 +205,41 @@ def test_an_aws_endpoint_that_refuses_is_named_until_it_answers_again(client, re
     cloud_calls.flush()  # what a worker does after each task
     deep = client.get("/healthz?deep=1")
     assert deep.status_code == 503
-    [failing] = deep.json()["aws"]["failing"]
+    [failing] = deep.json()["aws"]["failing"]  # named once, by its calls, though the probe is refused too
     assert failing["summary"] == (
         "sts us-east-1 account 1111…: 2 of 2 calls failed in the last 5 min (no connection (refused or unreachable))"
     )
     assert f"aws: {failing['summary']}" in deep.json()["problems"]
-    # The endpoint answers again: the next successful call clears it.
-    calls.record(account="111122223333", region="us-east-1", service="sts")
-    cloud_calls.flush()
+    # The endpoint answers again: it failed by not answering, so its answering the probe clears it at once.
+    settings.AWS_ENDPOINT_URL = answering_endpoint
+    cache.clear()  # the probe's answer is kept 5 s
     assert client.get("/healthz?deep=1").json()["aws"] == {"state": "ok", "failing": []}
+
+
+@pytest.mark.django_db
+def test_an_aws_endpoint_that_never_answers_is_named_before_any_call_times_out(
+    client, settings, request, answering_endpoint
+):
+    """Seen: a black-holed endpoint was named 44–69 s after it began — when a call finally timed out. Deep health
+    probes every endpoint called in the last hour with a 3 s timeout."""
+    from django.core.cache import cache
+
+    hole = request.getfixturevalue("black_hole")
+    _called("sts")  # called lately, and it answered: no call has failed, let alone timed out
+    deep = client.get("/healthz?deep=1")
+    [failing] = deep.json()["aws"]["failing"]
+    assert failing["summary"] == f"sts us-east-1: not answering (no answer within 3 s, {hole.url})"
+    assert f"aws: {failing['summary']}" in deep.json()["problems"]
+    assert hole.connections >= 1
+    # A failure that is an answer (an error from AWS) is not cleared by the endpoint answering a probe.
+    settings.AWS_ENDPOINT_URL = answering_endpoint
+    cache.clear()
+    assert client.get("/healthz?deep=1").json()["aws"]["state"] == "ok"
+    _called("sts", failure="HTTP 503 ServiceUnavailable")
+    [failing] = client.get("/healthz?deep=1").json()["aws"]["failing"]
+    assert failing["last_failure"] == "HTTP 503 ServiceUnavailable"
+    _called("sts")
+    assert client.get("/healthz?deep=1").json()["aws"]["state"] == "ok"
 
 
 @pytest.mark.django_db
@@ -188,7 +248,36 @@ def test_deep_health_tells_beat_gone_quiet_from_a_worker_gone_quiet(client):
     _beat_sent(400)
     body = client.get("/healthz?deep=1").json()
     assert body["worker"] == "stale: no heartbeat on celery, polls"
-    assert re.fullmatch(r"stale: last heartbeat sent 40\d s ago", body["beat"])  # deep health waits ~1 s for workers
+    assert re.fullmatch(r"stopped: not running for 40\d s", body["beat"])  # deep health waits ~1 s for workers
+
+
+@pytest.mark.django_db(transaction=True)  # django_celery_beat closes a connection inside a transaction
+def test_a_stopped_beat_is_named_within_seconds_and_cleared_by_its_next_pass(client):
+    """Seen: a beat outage shorter than 5 minutes was never named (its heartbeats come every 30 s, and
+    django_celery_beat records a send every few minutes). Beat's scheduler now notes each pass, every 2 s at most."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from portal.celery import app
+    from workloads.operations.beat import TICK_SECONDS, Scheduler
+    from workloads.operations.health import BEAT_STALE_AFTER_SECONDS, beat_state
+
+    assert beat_state() == "unknown: beat has not started yet"
+    scheduler = Scheduler(app=app, lazy=True)
+    scheduler.setup_schedule()
+    start = timezone.now()
+    with time_machine.travel(start, tick=False):
+        assert scheduler.tick() <= TICK_SECONDS  # it never sleeps longer than that between passes
+        assert beat_state() == "ok"
+    killed = start + timedelta(seconds=BEAT_STALE_AFTER_SECONDS + 1)
+    with time_machine.travel(killed, tick=False):
+        assert beat_state() == f"stopped: not running for {BEAT_STALE_AFTER_SECONDS + 1} s"
+    with time_machine.travel(killed + timedelta(seconds=1), tick=False):
+        scheduler.tick()  # restarted: its first pass clears it
+        assert beat_state() == "ok"
+    # Named within 15 s of the kill at the latest (a pass just before it, deep health asked every few seconds).
+    assert TICK_SECONDS + BEAT_STALE_AFTER_SECONDS < 15
 
 
 @pytest.mark.django_db

@@ -64,7 +64,7 @@ def test_a_dead_attempt_is_sent_again_when_its_lease_runs_out_long_before_its_ti
     token = progress.claim(cluster.pk, within=300)
     held = row(cluster)
     assert held.claim == token
-    assert held.lease_until - held.heartbeat_at == timedelta(seconds=90)  # CLUSTER_LEASE_SECONDS
+    assert held.lease_until - held.heartbeat_at == timedelta(seconds=45)  # CLUSTER_LEASE_SECONDS
     assert held.running_until - held.heartbeat_at == timedelta(seconds=300)
     assert reconcile.late_clusters().count() == 0  # alive: its heartbeat renews the lease
 
@@ -283,7 +283,8 @@ def test_the_page_and_the_api_say_when_a_dead_attempt_stopped_answering_and_when
     cluster = dead_attempt(org)
     said = (
         f"The last attempt stopped answering at {clock(cluster.heartbeat_at)}; it will be retried by "
-        f"{clock(cluster.lease_until + timedelta(seconds=30))}."  # the reconciler's first run after the lease
+        # The reconciler's first run after the lease.
+        f"{clock(cluster.lease_until + timedelta(seconds=reconcile.reconcile_every()))}."
     )
     page = member_client.get(f"/clusters/{cluster.pk}/")
     assert said in " ".join(page.text.split())
@@ -295,7 +296,8 @@ def test_the_page_and_the_api_say_when_a_dead_attempt_stopped_answering_and_when
     stalled = member_api.get(f"/api/v1/clusters/{cluster.pk}/").json()["stalled_attempt"]
     assert stalled["overdue"] is False
     assert timezone.datetime.fromisoformat(stalled["stopped_answering_at"]) == cluster.heartbeat_at
-    assert timezone.datetime.fromisoformat(stalled["retry_by"]) == cluster.lease_until + timedelta(seconds=30)
+    retry_by = cluster.lease_until + timedelta(seconds=reconcile.reconcile_every())
+    assert timezone.datetime.fromisoformat(stalled["retry_by"]) == retry_by
     assert member_api.get("/api/v1/clusters/").json()["results"][0]["stalled_attempt"] == stalled
 
     # Once it is sent again, the retry is what the page says.
@@ -344,9 +346,11 @@ def test_the_schema_documents_the_stalled_attempt(client):
     assert set(schema["StalledAttempt"]["properties"]) == {"stopped_answering_at", "retry_by", "overdue"}
 
 
-def test_with_the_defaults_a_dead_attempt_is_sent_again_within_two_minutes_of_its_last_heartbeat(settings):
-    """The issue's goal: a worker killed mid-provision, every cluster in service within 3 minutes."""
+def test_with_the_defaults_a_dead_attempt_is_sent_again_within_a_minute_of_its_last_heartbeat(settings):
+    """The goal: a worker killed mid-provision, every cluster in service within 3 minutes — with a margin (the
+    fault run measured 173 s with a 90 s lease and a reconcile every 30 s)."""
     from workloads.clusters.reconcile import reconcile_every
 
     assert settings.CLUSTER_LEASE_SECONDS >= 3 * settings.CLUSTER_HEARTBEAT_SECONDS  # a late heartbeat is no death
-    assert settings.CLUSTER_LEASE_SECONDS + reconcile_every() <= 120
+    assert settings.CLUSTER_LEASE_SECONDS >= 30 + settings.CLUSTER_HEARTBEAT_SECONDS  # nor a 30 s database outage
+    assert settings.CLUSTER_LEASE_SECONDS + reconcile_every() <= 60

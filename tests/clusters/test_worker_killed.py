@@ -35,7 +35,7 @@ from workloads.models import Cluster
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("catalog")]
 ROOT = Path(django_settings.BASE_DIR)
 TASK_TIME_LIMIT = 300  # the default CLUSTER_TASK_TIME_LIMIT: far beyond the time this test takes
-HEARTBEAT, LEASE = 2, 6  # CLUSTER_HEARTBEAT_SECONDS and CLUSTER_LEASE_SECONDS, short for the test (30 and 90 s)
+HEARTBEAT, LEASE = 2, 6  # CLUSTER_HEARTBEAT_SECONDS and CLUSTER_LEASE_SECONDS, short for the test (15 and 45 s)
 CLUSTERS = 3
 
 

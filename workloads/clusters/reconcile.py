@@ -3,11 +3,12 @@
 A provisioning message can be lost between the committed row and the worker — a worker killed mid-task (Redis
 gives the message back only after its one-hour visibility timeout; the embedded filesystem broker never does),
 a broker that was down when the request committed. The row is the record of the work, so beat runs this every
-30 s: a cluster still `requested`, or `provisioning` with nothing recorded from the cloud, whose worker is
-late gets its task again. Late means: a running attempt whose lease ran out (`lease_until`: its heartbeat renews
-it every 30 s while it works, so a killed worker is noticed within the 90 s lease, not the task's time limit), or
-that ran past its time limit (`running_until`) by more than a grace; or queued work past `next_attempt_at` (a
-retry's due time) or, when none is set, its last status change plus the time queued work may wait, by the grace.
+15 s (and each worker as it starts): a cluster still `requested`, or `provisioning` with nothing recorded from the
+cloud, whose worker is late gets its task again. Late means: a running attempt whose lease ran out (`lease_until`:
+its heartbeat renews it every 15 s while it works, so a killed worker is noticed within the 45 s lease, not the
+task's time limit), or that ran past its time limit (`running_until`) by more than a grace; or queued work past
+`next_attempt_at` (a retry's due time, or at once when the broker refused its message) or, when none is set, its
+last status change plus the time queued work may wait, by the grace.
 
 Safe because provisioning is idempotent: the cloud cluster has a deterministic name, so a re-sent task adopts
 the one an earlier run created (and records its cloud id) instead of making a second. Deletion needs nothing
@@ -55,6 +56,14 @@ def late_clusters(now=None):
         | Q(lease_until__isnull=True, running_until__isnull=True, queued_due__lt=now - grace)
     )
     return Cluster.objects.filter(UNSTARTED).alias(queued_due=queued_due).filter(late).order_by("pk")
+
+
+def never_sent(cluster_id: int) -> None:
+    """The provisioning message was refused by the broker: the work is due at the reconciler's first run once the
+    broker takes messages again, not a queue wait later. The grace covers a message waiting in a queue; there is
+    none, so the due time is set back by it."""
+    due = timezone.now() - timedelta(seconds=settings.RECONCILE_GRACE)
+    Cluster.objects.filter(UNSTARTED, pk=cluster_id, lease_until__isnull=True).update(next_attempt_at=due)
 
 
 def claim_late_clusters(*, limit: int = 200) -> list[int]:

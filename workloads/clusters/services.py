@@ -19,7 +19,7 @@ from portal.cloud import parallelcluster
 from tenants.audit import record_audit
 from tenants.capacity.revocation import DoomedCluster
 from tenants.models import Allocation, Organization
-from workloads.clusters import progress, tasks
+from workloads.clusters import progress, reconcile, tasks
 from workloads.clusters.allowance import GroupRequest, active_allocations, allowed_per_type, check_allocation
 from workloads.clusters.lifecycle import record_text, transition
 from workloads.clusters.models import Cluster, ClusterEvent, ClusterInstanceGroup, OrgCloudSettings
@@ -166,7 +166,7 @@ def create_cluster(
     workers = ", ".join(f"{count} × {instance_type}" for instance_type, count in merged.items())
     _audit(cluster, actor, "cluster.created", workers=[None, workers])
     # Enqueued only if this transaction commits: the worker never sees a cluster that does not exist.
-    queue.send_on_commit(tasks.provision_cluster, cluster.pk)
+    queue.send_on_commit(tasks.provision_cluster, cluster.pk, on_refused=lambda: reconcile.never_sent(cluster.pk))
     return cluster
 
 
@@ -226,7 +226,7 @@ def retry_cluster(*, cluster: Cluster, actor) -> Cluster:
     ):
         raise ValidationError(_("The cluster changed meanwhile: reload the page."))
     queue.send_on_commit(tasks.delete_cloud_cluster, cluster.pk, old_name)
-    queue.send_on_commit(tasks.provision_cluster, cluster.pk)
+    queue.send_on_commit(tasks.provision_cluster, cluster.pk, on_refused=lambda: reconcile.never_sent(cluster.pk))
     cluster.refresh_from_db()
     _audit(cluster, actor, "cluster.retried", attempt=[attempt - 1, attempt])
     return cluster

@@ -6,7 +6,7 @@ Transient cloud errors (throttling, 5xx, timeouts) are retried with exponential 
 kept well below the Redis visibility timeout (1 h); permanent ones land on the cluster's status.
 Each attempt, retry and outcome is written on the cluster (`last_error`, `retries`, `next_attempt_at`, `running_until`,
 and a provisioning attempt's claim with its heartbeat-renewed lease): the page shows it, and the reconciler (beat,
-every 30 s) sends again what nothing is working on.
+every 15 s, and each worker as it starts) sends again what nothing is working on.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from contextlib import nullcontext
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
+from celery.signals import worker_ready
 from django.conf import settings
 
 from portal import queue
@@ -163,9 +164,17 @@ def poll_cluster_batch(cluster_ids: list[int]) -> dict[str, int]:
     return outcome
 
 
+@worker_ready.connect(dispatch_uid="reconcile-as-a-worker-starts")
+def reconcile_as_a_worker_starts(sender=None, **kwargs) -> None:
+    """A worker that starts — after a kill, or after its broker came back (kombu's worker exits on reconnect and
+    its supervisor starts it again) — has the reconciler run at once rather than at beat's next turn: work refused
+    by the broker while it was down is sent as soon as a worker is there to take it."""
+    queue.send(reconcile_clusters)
+
+
 @shared_task(name="workloads.clusters.reconcile")
 def reconcile_clusters() -> list[int]:
-    """Beat, every 30 s: send provisioning again where its message was lost (workloads.clusters.reconcile).
+    """Beat, every 15 s: send provisioning again where its message was lost (workloads.clusters.reconcile).
     The copies expire unsent after a few queue waits, so a long outage does not pile them up."""
     ids = reconcile.claim_late_clusters()
     for cluster_id in ids:

@@ -18,6 +18,7 @@ from portal.cloud import calls
 from workloads.operations.models import CloudCallTally
 
 WINDOW = timedelta(minutes=5)  # "recent": what deep health looks at
+PROBED = timedelta(hours=1)  # endpoints called within this are probed by deep health (portal.cloud.reachability)
 KEEP = timedelta(days=1)  # rows older than this are deleted (the admin shows the last day)
 _PRUNE_EVERY_SECONDS = 600
 _last_prune = 0.0
@@ -63,6 +64,13 @@ def _add(tally: calls.Tally) -> None:
 def _later(field: str, moment: datetime):
     """The later of the row's `field` (if set) and `moment`."""
     return Greatest(Coalesce(field, Value(moment)), Value(moment))
+
+
+def recent_endpoints(now: datetime | None = None) -> list[tuple[str, str]]:
+    """(service, region) of every endpoint called in the last PROBED, whatever the account."""
+    now = now or timezone.now()
+    rows = CloudCallTally.objects.filter(minute__gte=now - PROBED).values_list("service", "region").distinct()
+    return sorted(set(rows))
 
 
 def failing_endpoints(now: datetime | None = None) -> list[dict]:

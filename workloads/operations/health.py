@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+
 from django.conf import settings
 from django.db.models import Count, Min
 from django.utils import timezone
@@ -20,7 +23,7 @@ def queue_states(now=None) -> dict[str, dict]:
     """Per queue: "ok", "stale" or "unknown" (never seen), with the last heartbeat's age and its wait. No host
     names: /healthz answers anyone (the worker's name stays in the admin, on the heartbeat row)."""
     now = now or timezone.now()
-    rows = {row.queue: row for row in WorkerHeartbeat.objects.filter(queue__in=settings.WORKER_QUEUES)}
+    rows = {row.queue: row for row in WorkerHeartbeat.objects.filter(queue__in=settings.WORKER_QUEUES)}  # not beat's
     states = {}
     for queue in settings.WORKER_QUEUES:
         row = rows.get(queue)
@@ -47,29 +50,19 @@ def worker_state(states: dict[str, dict]) -> str:
     return "unknown: no heartbeat yet"
 
 
-BEAT_STALE_AFTER_SECONDS = 300  # django_celery_beat writes its last send time every few minutes, not each tick
+# Beat notes every 2 s that it is alive (workloads.operations.beat): three missed notes and a margin.
+BEAT_STALE_AFTER_SECONDS = 8
 
 
 def beat_state(now=None) -> str:
-    """Whether beat is sending: when it last sent a heartbeat — as a worker received it, or when workers are quiet
-    too, as beat's scheduler recorded it (django_celery_beat writes that every few minutes). A queue gone quiet
-    with beat quiet too is beat's fault, not the workers'."""
-    from django_celery_beat.models import PeriodicTask
-
+    """Whether beat is running: when it last noted so itself (its row among the heartbeats, every 2 s), or last
+    sent a heartbeat a worker received, whichever is later."""
     now = now or timezone.now()
-    received = WorkerHeartbeat.objects.order_by("-sent_at").values_list("sent_at", flat=True).first()
-    recorded = (
-        PeriodicTask.objects.filter(name__startswith="heartbeat-")
-        .exclude(last_run_at=None)
-        .order_by("-last_run_at")
-        .values_list("last_run_at", flat=True)
-        .first()
-    )
-    sent = [moment for moment in (received, recorded) if moment is not None]
-    if not sent:
-        return "unknown: no heartbeat sent yet"
-    age = (now - max(sent)).total_seconds()
-    return "ok" if age <= BEAT_STALE_AFTER_SECONDS else f"stale: last heartbeat sent {round(age)} s ago"
+    noted = WorkerHeartbeat.objects.order_by("-sent_at").values_list("sent_at", flat=True).first()
+    if noted is None:
+        return "unknown: beat has not started yet"
+    age = (now - noted).total_seconds()
+    return "ok" if age <= BEAT_STALE_AFTER_SECONDS else f"stopped: not running for {round(age)} s"
 
 
 def backlog(now=None) -> dict[str, dict]:
@@ -91,7 +84,18 @@ def backlog(now=None) -> dict[str, dict]:
 
 def queue_consumers(app, *, timeout: float = CONSUMER_REPLY_SECONDS) -> dict[str, int] | str:
     """Per queue, how many live workers consume it: those that answer a broadcast (Celery's `inspect
-    active_queues`) within `timeout`. Unlike a heartbeat, it sees a worker killed a second ago."""
+    active_queues`) within `timeout`. Unlike a heartbeat, it sees a worker killed a second ago. A queue no worker
+    answered for is asked about once more, twice as patiently: a worker busy on a loaded machine may answer late,
+    and a false alarm costs an operator more than a second."""
+    counts = _consumers(app, timeout)
+    if isinstance(counts, dict) and not all(counts.values()):
+        again = _consumers(app, 2 * timeout)
+        if isinstance(again, dict):
+            counts = {queue: max(count, again[queue]) for queue, count in counts.items()}
+    return counts
+
+
+def _consumers(app, timeout: float) -> dict[str, int] | str:
     try:
         replies = app.control.inspect(timeout=timeout).active_queues() or {}
     except Exception as exc:  # kombu raises transport-specific errors
@@ -110,16 +114,49 @@ def consumer_state(consumers: dict[str, int] | str) -> str:
     missing = sorted(queue for queue, count in consumers.items() if not count)
     if missing:
         return (
-            f"missing: no live worker consumes {', '.join(missing)} (none answered within {CONSUMER_REPLY_SECONDS:g} s)"
+            f"missing: no live worker consumes {', '.join(missing)} "
+            f"(none answered within {CONSUMER_REPLY_SECONDS:g} s, nor when asked again)"
         )
     return "ok"
 
 
-def aws_state(now=None) -> dict:
-    """AWS endpoints (account × region × service) whose latest call in the last minutes failed or timed out."""
+@contextmanager
+def probing_aws(now=None):
+    """Probes the AWS endpoints called lately (portal.cloud.reachability) in a thread while the caller does other
+    slow checks; the future's result is what `aws_state(probes=…)` takes. The endpoints are read here, in the
+    caller's thread (the probe itself needs no database)."""
+    from portal.cloud import reachability
+    from workloads.operations.cloud_calls import recent_endpoints
+
+    endpoints = recent_endpoints(now)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        yield pool.submit(reachability.probe, endpoints)
+
+
+def aws_state(now=None, *, probes: dict | None = None) -> dict:
+    """AWS endpoints (account × region × service) that do not answer now, or whose latest call in the last minutes
+    failed. The calls' outcomes are checked against a probe of each endpoint called lately (portal.cloud.reachability):
+    an endpoint that stopped answering is named within seconds, not when a call times out, and one that failed by
+    not answering is cleared as soon as it answers the probe again (an error it answered with stays until a call
+    succeeds)."""
+    from portal.cloud.calls import NO_ANSWER
     from workloads.operations.cloud_calls import failing_endpoints
 
-    failing = failing_endpoints(now)
+    now = now or timezone.now()
+    if probes is None:
+        with probing_aws(now) as future:
+            probes = future.result()
+    failing = []
+    for endpoint in failing_endpoints(now):
+        answered = probes.get((endpoint["service"], endpoint["region"]))
+        if answered is not None and not answered.problem and endpoint["last_failure"] in NO_ANSWER:
+            continue  # it failed by not answering, and answers now
+        failing.append(endpoint)
+    named = {(endpoint["service"], endpoint["region"]) for endpoint in failing}
+    for (service, region), answered in sorted(probes.items()):
+        if answered.problem and (service, region) not in named:
+            summary = f"{service} {region}: not answering ({answered.problem}, {answered.url})"
+            failing.append({"service": service, "region": region, "last_failure": answered.problem, "summary": summary})
     return {"state": "failing" if failing else "ok", "failing": failing}
 
 

@@ -1,7 +1,10 @@
-"""One row per Celery queue: its last heartbeat, as the worker that ran it wrote it."""
+"""One row per Celery queue: its last heartbeat, as the worker that ran it wrote it; and beat's own row."""
 
 from django.db import models
 from django.utils.translation import gettext_lazy as _
+
+# Beat's row: written by beat itself every few seconds (workloads.operations.beat), not by a worker.
+BEAT_ROW = "beat"
 
 
 class WorkerHeartbeat(models.Model):
