@@ -11,6 +11,9 @@ endpoint is described by being written like the others (tests/test_api_conforman
   (or None: a code the rules add that it never answers), or either with @extend_schema(responses=…).
 - **Nullability.** A response field read through a nullable model field (or a nullable relation on the way to it)
   may be null, and says so, whatever the serializer field declares.
+- **Bodies.** Every write may answer 413 (a body over the limit, portal.parsers); a request object whose serializer
+  refuses unknown fields (portal.serializers.WriteRules) says `additionalProperties: false`, and a slug naming
+  another object is at least 1 character long ("" is refused, null says none).
 - **Bounds.** Ids (path, query, related fields) are 1 to 2⁶³−1; a validator that declares a bound Django's way
   (`code` "min_value"/"max_value" and `limit_value`, like tenants.capacity.estimate.CountInUnits) is a minimum or
   maximum; a slug naming another object is at most as long as that object's field.
@@ -18,11 +21,16 @@ endpoint is described by being written like the others (tests/test_api_conforman
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.exceptions import FieldDoesNotExist
 from django.db import models
 from drf_spectacular import openapi
 from drf_spectacular.plumbing import ResolvedComponent, append_meta
 from rest_framework import permissions, serializers
+
+from portal.parsers import MAX_JSON_DEPTH, megabytes
+from portal.serializers import WriteRules
+from portal.throttling import counted_methods
 
 ID_MAX = 2**63 - 1  # the database's 64-bit integer: a larger id is "no such object", a 400 or 404
 
@@ -38,8 +46,8 @@ FIELD_ERRORS = {
     "properties": {
         "detail": {
             "type": "string",
-            "description": "Why the whole request was refused (malformed JSON, not a JSON object, a body over the "
-            "size limit); then no field is named.",
+            "description": "Why the whole request was refused (malformed JSON, JSON nested more than "
+            f"{MAX_JSON_DEPTH} levels deep, not a JSON object); then no field is named.",
         },
         "non_field_errors": {
             "type": "array",
@@ -60,6 +68,8 @@ ERROR_DESCRIPTIONS = {
     403: "Signed in but not allowed: a role that cannot do this (read-only member, program staff only, program "
     "managers only), or a browser session's write without its CSRF token.",
     404: "No such object, or one you may not see (the same answer); for a list, a page past the last.",
+    413: f"The body is over {megabytes(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)} MB (JSON, form or multipart alike): "
+    "nothing of it is read.",
     415: "A Content-Type this operation does not read.",
     429: "Too many requests: try again after Retry-After seconds.",
     503: "The database did not answer (a restart, a failover): nothing was changed; try again after Retry-After "
@@ -105,9 +115,11 @@ class AutoSchema(openapi.AutoSchema):
             codes[404] = ERROR_DESCRIPTIONS[404]
         elif self._resolves_organization_slug():
             codes[404] = "The organization named is not one of yours (or does not exist: the same answer)."
+        if method not in SAFE_METHODS:  # every write's body is held to one limit (portal.parsers)
+            codes[413] = ERROR_DESCRIPTIONS[413]
         if "requestBody" in operation and getattr(view, "parser_classes", ()):
             codes[415] = ERROR_DESCRIPTIONS[415]
-        if getattr(view, "throttle_classes", ()):
+        if method in counted_methods(view):
             codes[429] = ERROR_DESCRIPTIONS[429]
         # Any operation: a lost or refused database connection is a 503, never a 500.
         codes[503] = ERROR_DESCRIPTIONS[503]
@@ -144,6 +156,12 @@ class AutoSchema(openapi.AutoSchema):
             }
         return response
 
+    def _map_basic_serializer(self, serializer, direction):
+        schema = super()._map_basic_serializer(serializer, direction)
+        if direction == "request" and isinstance(serializer, WriteRules | type) and _refuses_unknown(serializer):
+            schema["additionalProperties"] = False  # a field it does not take is a 400 naming it
+        return schema
+
     def _map_serializer_field(self, field, direction, bypass_extensions=False):
         schema = super()._map_serializer_field(field, direction, bypass_extensions)
         if not schema:
@@ -154,6 +172,11 @@ class AutoSchema(openapi.AutoSchema):
             length = _slug_length(field)
             if length and "maxLength" not in schema:
                 schema["maxLength"] = length
+            schema.setdefault("minLength", 1)  # "" is no slug: a 400 (portal.serializers), null says none
+        if isinstance(field, serializers.ListSerializer) and schema.get("type") == "array":
+            for bound, keyword in ((field.min_length, "minItems"), (field.max_length, "maxItems")):
+                if bound is not None:
+                    schema.setdefault(keyword, bound)  # a list of objects' bounds, as validation holds it
         if direction == "response" and not schema.get("nullable") and _may_be_null(field):
             schema = append_meta(schema, {"nullable": True})
         return schema
@@ -169,6 +192,11 @@ class AutoSchema(openapi.AutoSchema):
                 schema["minimum"] = max(schema.get("minimum", limit), limit)
             elif isinstance(limit, int | float) and code == "max_value":
                 schema["maximum"] = min(schema.get("maximum", limit), limit)
+
+
+def _refuses_unknown(serializer) -> bool:
+    serializer_class = serializer if isinstance(serializer, type) else type(serializer)
+    return issubclass(serializer_class, WriteRules)
 
 
 def errors(codes: dict[int, str | None]):

@@ -10,9 +10,11 @@ import json
 import os
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
 from django.utils.translation import gettext_lazy as _
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -48,6 +50,17 @@ def env_list(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in env(name, default).split(",") if item.strip()]
 
 
+def origins(*urls: str) -> list[str]:
+    """scheme://host[:port] of each URL given (blank ones skipped): what a CSP source list names."""
+    found = []
+    for url in filter(None, urls):
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ImproperlyConfigured(f"{url!r} is not an http(s) URL.")
+        found.append(f"{parts.scheme}://{parts.netloc}")
+    return found
+
+
 PRODUCTION = env_bool("PORTAL_PRODUCTION", False)
 DEBUG = env_bool("DEBUG", not PRODUCTION)
 SECRET_KEY = env("SECRET_KEY", "" if PRODUCTION else _DEV_SECRET_KEY)
@@ -79,13 +92,19 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # Outermost: a lost database connection anywhere below is a 503, and a read is tried once more (portal/database.py).
+    "portal.metrics.middleware.RequestMetricsMiddleware",  # first: times and counts what the client gets (/metrics)
+    # Then: a lost database connection anywhere below is a 503, and a read is tried once more (portal/database.py).
     "portal.database.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Content-Security-Policy (SECURE_CSP below) and Permissions-Policy (portal/security.py) on every response.
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    "portal.security.PermissionsPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # An API write's body over its limit is a 413, nested too deeply a 400, before any view or login (portal/parsers).
+    "portal.parsers.BodyLimitMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # request.user.is_verified(): whether this session passed a second factor (django-otp).
@@ -157,6 +176,26 @@ elif CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
     # Above the longest task run and the longest retry backoff (600 s), else Redis redelivers. Short socket
     # timeouts: a request that publishes while Redis is unreachable gives up in seconds, not minutes.
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600, "socket_connect_timeout": 2, "socket_timeout": 5}
+# --- Cache: the usage charts' HTML and the API's per-minute budgets (portal/throttling.py) -----------------------
+# Every web process must count against the same budget: production shares Redis (CACHE_URL, by default the
+# broker's server, under its own key prefix), `make run` a folder under var/ (scripts/run-embedded sets it), and
+# a single process (tests, manage.py) its own memory.
+_SHARED_BROKER = PRODUCTION and CELERY_BROKER_URL.startswith(("redis://", "rediss://"))
+CACHE_URL = env("CACHE_URL", CELERY_BROKER_URL if _SHARED_BROKER else "locmem://")
+
+
+def cache_settings(url: str) -> dict:
+    if url.startswith(("redis://", "rediss://")):
+        return {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url, "KEY_PREFIX": "portal"}
+    if url.startswith("file://"):
+        return {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": url[len("file://") :]}
+    if url == "locmem://":
+        return {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    raise ImproperlyConfigured(f"CACHE_URL must be redis://…, file:///folder or locmem://, not {url!r}.")
+
+
+CACHES = {"default": cache_settings(CACHE_URL)}
+
 # Publishing happens after a request's transaction commits (portal.queue); when the broker is down it tries
 # twice (a refused connection fails at once; a host that does not answer costs the connect timeout each time),
 # then leaves the work to the reconcilers (beat), never failing the request.
@@ -176,13 +215,14 @@ CELERY_TASK_ACKS_LATE = False  # opted into per task, only where a rerun is safe
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TIMEZONE = "UTC"
-CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# django_celery_beat's database scheduler, noting every 2 s that beat is alive (deep health: workloads.operations).
+CELERY_BEAT_SCHEDULER = "workloads.operations.beat:Scheduler"
 CELERY_BEAT_SCHEDULE: dict = {
     # Clusters in flight or in service: status, nodes, health and run intervals (fanned out in batches).
     "poll-clusters": {"task": "workloads.cluster_tasks.poll_clusters", "schedule": 60.0},
     # Self-healing: work whose message was lost (a killed worker, a broker down at publish time) is sent again.
-    # Every 30 s: a killed worker's clusters are re-sent within their lease (90 s) plus this, one query a run.
-    "reconcile-clusters": {"task": "workloads.clusters.reconcile", "schedule": 30.0},
+    # Every 15 s: a killed worker's clusters are re-sent within their lease (45 s) plus this, one query a run.
+    "reconcile-clusters": {"task": "workloads.clusters.reconcile", "schedule": 15.0},
     "resend-case-notifications": {"task": "workloads.support.resend_notifications", "schedule": 60.0},
     # Each queue's heartbeat: /healthz tells whether a worker is taking work from it, and how late.
     **{
@@ -220,8 +260,9 @@ CLUSTER_QUEUE_WAIT = env_int("CLUSTER_QUEUE_WAIT", 120)
 RECONCILE_GRACE = env_int("RECONCILE_GRACE", 60)
 # A running provisioning attempt renews its lease on the cluster every heartbeat; one whose lease ran out (its
 # worker was killed, or lost the database) is sent again by the reconciler's next run, without the grace.
-CLUSTER_HEARTBEAT_SECONDS = env_int("CLUSTER_HEARTBEAT_SECONDS", 30)
-CLUSTER_LEASE_SECONDS = env_int("CLUSTER_LEASE_SECONDS", 90)
+# Three heartbeats to a lease: a database outage of 30 s (the heartbeat cannot write) is not taken for a death.
+CLUSTER_HEARTBEAT_SECONDS = env_int("CLUSTER_HEARTBEAT_SECONDS", 15)
+CLUSTER_LEASE_SECONDS = env_int("CLUSTER_LEASE_SECONDS", 45)
 if not 0 < 2 * CLUSTER_HEARTBEAT_SECONDS <= CLUSTER_LEASE_SECONDS:
     raise ImproperlyConfigured("CLUSTER_LEASE_SECONDS must cover two heartbeats (CLUSTER_HEARTBEAT_SECONDS) at least.")
 # Dates a program can mean (rate card, estimates, requests, allocations, usage ranges, review weeks) lie within
@@ -389,10 +430,15 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
+    # Writes per token a minute (the ingest endpoints have their own budget): portal/throttling.py.
+    "DEFAULT_THROTTLE_CLASSES": ["portal.throttling.WriteThrottle"],
     "DEFAULT_SCHEMA_CLASS": "portal.schema.AutoSchema",  # every status code, nullability and bounds
     "EXCEPTION_HANDLER": "portal.api.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
+# Fair use of the API (portal/throttling.py), per token and minute; 0 turns a budget off. Over it: 429, Retry-After.
+API_WRITES_PER_MINUTE = env_int("API_WRITES_PER_MINUTE", 600)
+API_REPORTS_PER_MINUTE = env_int("API_REPORTS_PER_MINUTE", 2400)  # a 1,000-node cluster's reporter needs ~1,010
 SPECTACULAR_SETTINGS = {
     "TITLE": "FM Program Portal API",
     "DESCRIPTION": (
@@ -432,6 +478,14 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
+# --- The portal's own metrics (/metrics: portal/metrics/, docs/operations/metrics.md) ----------------------
+# Prometheus's bearer token (unset: /metrics is off, but to signed-in superusers); prometheus_client's multiprocess
+# folder, where every process writes its counts (the image sets it; unset: each process counts alone).
+METRICS_TOKEN = env("METRICS_TOKEN")
+if METRICS_TOKEN and len(METRICS_TOKEN) < 32:
+    raise ImproperlyConfigured("METRICS_TOKEN must be at least 32 characters (e.g. `openssl rand -hex 32`).")
+PROMETHEUS_MULTIPROC_DIR = env("PROMETHEUS_MULTIPROC_DIR")
+
 # --- Security -------------------------------------------------------------------------------
 SESSION_COOKIE_SECURE = PRODUCTION
 CSRF_COOKIE_SECURE = PRODUCTION
@@ -440,8 +494,8 @@ CSRF_COOKIE_SECURE = PRODUCTION
 # else a client could claim HTTPS itself.
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("BEHIND_TLS_PROXY", PRODUCTION) else None
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", PRODUCTION)
-# The container's health check asks from inside, over plain HTTP.
-SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+# The container's health check asks from inside, over plain HTTP; so may Prometheus, on the compose network.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000 if PRODUCTION else 0)  # a year
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", PRODUCTION)
 # Preloading commits the whole registrable domain, for months, in every browser: the deployer's call, so it
@@ -450,6 +504,47 @@ SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
 SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+# Browser hardening (docs/operations/security.md). No inline script or style on any page (admin and Swagger UI
+# included), no eval: scripts, styles, images, fonts and requests come from the portal itself; images also from
+# data: URLs (Swagger UI's icons). Forms post to the portal, and to the provider's origin: signing out redirects the
+# logout form there, and Chromium holds a form's redirects to form-action too.
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "data:"],
+    "font-src": [CSP.SELF],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "frame-ancestors": [CSP.NONE],
+    "form-action": [CSP.SELF, *origins(OIDC_ISSUER_URL)],
+}
+# A rollout can try a policy on real traffic first: the browser reports what it would refuse, refusing nothing.
+SECURE_CSP_REPORT_ONLY: dict = {}
+SECURE_REFERRER_POLICY = "same-origin"  # other sites learn nothing of the portal's paths (org slugs, ids)
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+# Features no page uses, refused to the portal and anything it could ever embed (portal/security.py).
+PERMISSIONS_POLICY = {
+    feature: []
+    for feature in (
+        "accelerometer",
+        "autoplay",
+        "camera",
+        "display-capture",
+        "geolocation",
+        "gyroscope",
+        "hid",
+        "magnetometer",
+        "microphone",
+        "midi",
+        "payment",
+        "publickey-credentials-get",
+        "serial",
+        "usb",
+        "xr-spatial-tracking",
+    )
+}
 
 LOGGING = {
     "version": 1,
@@ -467,7 +562,9 @@ LOGGING = {
 }
 
 
-def check_production_settings(*, secret_key: str, database_engine: str, broker_url: str, portal_url: str) -> None:
+def check_production_settings(
+    *, secret_key: str, database_engine: str, broker_url: str, portal_url: str, cache_url: str = CACHE_URL
+) -> None:
     """Refuse to run production on the embedded defaults: every problem is named at once."""
     problems = []
     if not secret_key or secret_key == _DEV_SECRET_KEY or len(secret_key) < 32:
@@ -476,6 +573,8 @@ def check_production_settings(*, secret_key: str, database_engine: str, broker_u
         problems.append("DATABASE_URL must point at PostgreSQL (postgres://…)")
     if not broker_url.startswith(("redis://", "rediss://")):
         problems.append("CELERY_BROKER_URL must point at Redis (redis://…)")
+    if not cache_url.startswith(("redis://", "rediss://")):
+        problems.append("CACHE_URL must point at Redis (redis://…): every web process counts against one API budget")
     if not portal_url.startswith(("http://", "https://")):
         problems.append("PORTAL_URL must be the address people open the portal at (https://…): emails link to it")
     if problems:

@@ -1,8 +1,9 @@
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
+from portal.metrics.views import metrics
 from portal.views import healthz
 from tenants import api as tenants_api
 from tenants.capacity import api as capacity_api
@@ -49,6 +50,7 @@ router.register("rate-card", usage_api.RateCardViewSet, basename="rate-card")
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    path("metrics", metrics, name="metrics"),  # Prometheus, with its bearer token (docs/operations/metrics.md)
     path("login/", LoginView.as_view(), name="login"),
     path("logout/", SignOutView.as_view(), name="logout"),  # and at the provider, for who signed in there
     path("", include("tenants.sso.urls")),
@@ -66,7 +68,8 @@ urlpatterns = [
     path("api/v1/workloads/<int:pk>/progress/", training_api.WorkloadProgressView.as_view(), name="workload-progress"),
     path("api/v1/", include(router.urls)),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # The split view: Swagger UI's start-up script is a file (?script); the Content-Security-Policy refuses inline ones.
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("", include("tenants.logins.urls")),
     path("", include("tenants.twofactor.urls")),
     path("", include("tenants.tokens.urls")),

@@ -2,7 +2,6 @@ import sys
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.db import DatabaseError, connection
 from django.http import JsonResponse
 from django.template.loader import render_to_string
 from django.utils.translation import gettext as _
@@ -10,43 +9,8 @@ from django.views import defaults
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
-from portal import database
+from portal import checks, database, parsers
 from portal.celery import app as celery_app
-
-
-def _database_state() -> str:
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-    except DatabaseError as exc:
-        return f"down: {exc}".strip()
-    return "ok"
-
-
-def _broker_state() -> str:
-    try:
-        with celery_app.connection_for_write() as conn:
-            conn.ensure_connection(max_retries=1, timeout=2)
-    except Exception as exc:  # kombu raises transport-specific errors; all of them mean "down"
-        return f"down: {exc.__class__.__name__}: {exc}".strip()
-    return "ok"
-
-
-def _queue_depths() -> dict[str, int | str]:
-    """Messages waiting in each queue, as the broker counts them."""
-    depths: dict[str, int | str] = {}
-    try:
-        with celery_app.connection_for_read() as conn:
-            conn.ensure_connection(max_retries=1, timeout=2)
-            channel = conn.default_channel
-            for queue in settings.WORKER_QUEUES:
-                try:
-                    depths[queue] = channel.queue_declare(queue=queue, passive=True).message_count
-                except Exception:  # a queue nothing was ever sent to does not exist yet: nothing waits in it
-                    depths[queue] = 0
-    except Exception as exc:
-        return {queue: f"unknown: {exc.__class__.__name__}" for queue in settings.WORKER_QUEUES}
-    return depths
 
 
 def _page_state(request) -> str:
@@ -74,18 +38,20 @@ def healthz(request):
     """
     from workloads.operations import health
 
-    checks = {"database": _database_state(), "broker": _broker_state()}
-    if checks["database"] != "ok":
-        return JsonResponse({"status": "down", **checks}, status=503)
+    states = {"database": checks.database_state(), "broker": checks.broker_state()}
+    if states["database"] != "ok":  # nothing else can be read: the one problem named, as deep health names them
+        return JsonResponse({"status": "down", **states, "problems": [f"database: {states['database']}"]}, status=503)
     queues = health.queue_states()
-    body: dict = {"status": "ok", **checks, "worker": health.worker_state(queues)}
-    if checks["broker"] != "ok":
+    body: dict = {"status": "ok", **states, "worker": health.worker_state(queues)}
+    if states["broker"] != "ok":
         body["status"] = "degraded"
     if request.GET.get("deep") != "1":
         return JsonResponse(body, status=200)
-    broker_ok = checks["broker"] == "ok"
-    depths = _queue_depths() if broker_ok else {}
-    consumers = health.queue_consumers(celery_app) if broker_ok else "unknown: the broker is down"
+    # The AWS endpoints are probed while the workers are asked which queues they consume: each may take seconds.
+    with health.probing_aws() as aws:
+        broker_ok = states["broker"] == "ok"
+        depths = checks.queue_depths() if broker_ok else {}
+        consumers = health.queue_consumers(celery_app) if broker_ok else "unknown: the broker is down"
     for queue, state in queues.items():
         state["waiting_messages"] = depths.get(queue, "unknown")
         state["consumers"] = consumers.get(queue, "unknown") if isinstance(consumers, dict) else "unknown"
@@ -94,10 +60,10 @@ def healthz(request):
         consumers=health.consumer_state(consumers),
         beat=health.beat_state(),
         backlog=health.backlog(),
-        aws=health.aws_state(),
+        aws=health.aws_state(probes=aws.result()),
     )
     body["problems"] = health.problems(
-        broker=checks["broker"], **{key: body[key] for key in ("worker", "consumers", "beat", "backlog", "aws")}
+        broker=states["broker"], **{key: body[key] for key in ("worker", "consumers", "beat", "backlog", "aws")}
     )
     body["pages"] = _page_state(request)
     if body["pages"] != "ok":
@@ -115,15 +81,15 @@ def _wants_json(request) -> bool:
 
 
 def bad_request(request, exception=None):
-    """400 raised before a view could answer (a body over DATA_UPLOAD_MAX_MEMORY_SIZE, too many fields, a
-    malformed Host): JSON under /api/, the site's page elsewhere."""
+    """400 raised before a view could answer (too many fields, a malformed Host): JSON under /api/, the site's page
+    elsewhere. A body over DATA_UPLOAD_MAX_MEMORY_SIZE that Django found itself is the API's one 413
+    (portal.parsers, which answers it first from the Content-Length)."""
     if _wants_json(request):
         if isinstance(exception, RequestDataTooBig):
-            limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE // (1024 * 1024)
-            detail = _("The request body is too large: at most %(mb)s MB.") % {"mb": limit}
-        else:
-            detail = _("Bad request.")
-        return JsonResponse({"detail": detail}, status=400)
+            limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+            error = parsers.too_large(size=parsers.content_length(request), limit=limit)
+            return JsonResponse({"detail": str(error.detail)}, status=error.status_code)
+        return JsonResponse({"detail": _("Bad request.")}, status=400)
     return defaults.bad_request(request, exception)
 
 

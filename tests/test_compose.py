@@ -77,3 +77,46 @@ def test_every_queue_has_a_worker_whose_health_is_its_heartbeat(compose):
     assert set(served) == set(settings.WORKER_QUEUES)
     routed = {route["queue"] for route in settings.CELERY_TASK_ROUTES.values()} | {"celery"}
     assert routed <= set(served)
+
+
+# The README's Configuration table is what a deployer reads to configure production from an .env file; compose must
+# pass each variable it lists to the portal's services, or setting it does nothing (STAFF_REQUIRE_2FA was listed and
+# not passed). Except these, which have no place in production:
+NOT_FOR_PRODUCTION = {
+    "DEBUG",  # production is DEBUG=False (PORTAL_PRODUCTION); letting an .env turn it on would show tracebacks
+    "AWS_EMULATOR",  # `make run`'s local AWS emulator
+    "AWS_ENDPOINT_URL",  # the emulator's address; boto3 reads it itself, and an empty value would break every call
+    "WHITENOISE_USE_FINDERS",  # development: serve static files from the source folders
+    "STATIC_MANIFEST",  # the image's build sets it; production turns it on with PORTAL_PRODUCTION
+    "PORTAL_VAR_DIR",  # the image fixes it (/app/var, the folder its volumes mount on)
+    "PROMETHEUS_MULTIPROC_DIR",  # the image fixes it too (/app/var/metrics, where compose mounts the metrics volume)
+}
+# Passed with a value of compose's own, not from the environment: the services compose runs for them.
+SET_BY_COMPOSE = {"PORTAL_PRODUCTION", "DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL"}
+
+
+def readme_configuration() -> set[str]:
+    """The variables of the README's Configuration table: every backticked name in a row's first column, and the
+    names in its other columns that are settings too (`EMAIL_HOST` under EMAIL_BACKEND's row)."""
+    section = (ROOT / "README.md").read_text().split("\n## Configuration\n", 1)[1].split("\n## ", 1)[0]
+    names = set()
+    for line in section.splitlines():
+        if line.startswith("| `"):
+            first, *rest = line.strip("|").split("|")
+            names |= set(re.findall(r"`([A-Z][A-Z0-9_]+)`", first))
+            names |= set(re.findall(r"`([A-Z][A-Z0-9_]+)`", "|".join(rest))) & settings.ENV_NAMES
+    return names
+
+
+def test_compose_passes_every_setting_the_readme_lists(compose):
+    listed = readme_configuration()
+    assert len(listed) >= 40  # the table was found and read
+    assert listed >= NOT_FOR_PRODUCTION, "an exception the README no longer lists: drop it here"
+    environment = compose["x-portal-env"]
+    missing = listed - NOT_FOR_PRODUCTION - set(environment)
+    assert not missing, f"docker-compose.yml's x-portal-env does not pass {sorted(missing)}"
+    for name in listed - NOT_FOR_PRODUCTION - SET_BY_COMPOSE:
+        # ${NAME:-default}, ${NAME:?message} or ${NAME}: an .env file can set it.
+        assert str(environment[name]).startswith(f"${{{name}"), f"{name} is fixed in compose: {environment[name]!r}"
+    for name in NOT_FOR_PRODUCTION:
+        assert name not in environment, name

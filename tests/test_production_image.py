@@ -7,6 +7,8 @@ file is covered: the replay fails on an instruction it does not know rather than
 Where the replay departs from Docker, and why:
 - Paths: the image's WORKDIR (/app) is a folder of a scratch directory standing for the image's /; every mention of
   it in the steps, ENV and the command is rewritten to that folder.
+- `apt-get install`: the packages must already be on this machine (postgresql-client: its pg_dump and pg_restore);
+  nothing is installed.
 - `pip install`: the test runs in the venv the requirements were installed into; the step is replayed as
   `pip install --dry-run --no-index`, which succeeds only when every pinned requirement is already satisfied (it
   cannot download), so the venv stands for the image's site-packages only if it holds what the image would.
@@ -192,6 +194,22 @@ pip() {{
 """
 
 
+# `apt-get` in a RUN step: a command of that name first on the step's PATH (a shell function cannot have a hyphen in
+# its name under /bin/sh). Nothing is installed: the packages must already be on this machine.
+APT_GET = """#!/bin/sh
+case "$1" in
+  update) exit 0 ;;
+  install) shift; for package; do case "$package" in
+    -*) ;;
+    postgresql-client) command -v pg_dump >/dev/null && command -v pg_restore >/dev/null \\
+      || { echo "the replay needs pg_dump and pg_restore on this machine" >&2; exit 1; } ;;
+    *) dpkg -s "$package" >/dev/null 2>&1 || { echo "the replay needs $package on this machine" >&2; exit 1; } ;;
+  esac; done ;;
+  *) echo "the replay knows only apt-get update and install, not: apt-get $*" >&2; exit 2 ;;
+esac
+"""
+
+
 def build_image(context: Path, root: Path) -> Image:
     """Replays the Dockerfile's steps, in order, into root."""
     text = (context / "Dockerfile").read_text()
@@ -215,6 +233,10 @@ def build_image(context: Path, root: Path) -> Image:
         image=image,
     )
     cwd = image.host_path("/")
+    shims = root / "replay-bin"
+    shims.mkdir()
+    (shims / "apt-get").write_text(APT_GET)
+    (shims / "apt-get").chmod(0o755)
     current_user: list[str] = []  # root until USER
     for instruction, arguments in steps:
         if instruction == "FROM":
@@ -248,7 +270,8 @@ def build_image(context: Path, root: Path) -> Image:
             command = _exec_or_shell(arguments)
             if command[:2] == ["/bin/sh", "-c"]:
                 command = ["/bin/sh", "-c", prelude + image.rewrite(command[2])]
-            env = {"PATH": IMAGE_PATH, "HOME": str(image.home or root / "root"), "LANG": "C.UTF-8", **image.env}
+            path = f"{shims}:{IMAGE_PATH}"
+            env = {"PATH": path, "HOME": str(image.home or root / "root"), "LANG": "C.UTF-8", **image.env}
             done = subprocess.run(
                 [*current_user, *command], cwd=cwd, env=env, capture_output=True, text=True, timeout=STEP_TIMEOUT
             )

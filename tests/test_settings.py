@@ -41,6 +41,8 @@ def test_production_with_safe_configuration_starts_with_debug_off():
         ({"SECRET_KEY": "short"}, "SECRET_KEY must be set"),
         ({"DATABASE_URL": "sqlite:////tmp/x.sqlite3"}, "DATABASE_URL must point at PostgreSQL"),
         ({"CELERY_BROKER_URL": "filesystem://"}, "CELERY_BROKER_URL must point at Redis"),
+        ({"CACHE_URL": "locmem://"}, "CACHE_URL must point at Redis"),
+        ({"CACHE_URL": "memcached://x"}, "CACHE_URL must be redis://"),
         ({"ALLOWED_HOSTS": ""}, "ALLOWED_HOSTS is empty"),
         ({"PORTAL_URL": ""}, "PORTAL_URL must be the address"),
         ({"PORTAL_URL": "portal.example"}, "PORTAL_URL must be the address"),
@@ -131,3 +133,12 @@ def test_the_https_redirect_spares_the_containers_health_check(client, settings)
     settings.SECURE_SSL_REDIRECT = True
     assert client.get("/login/").status_code == 301
     assert client.get("/healthz").status_code in (200, 503)
+
+
+def test_production_web_processes_share_one_cache_on_redis():
+    """The API's per-minute budgets (portal/throttling.py) count across gunicorn's processes only on a shared cache."""
+    result = load_settings(GOOD, show="settings.CACHES['default']['BACKEND'], settings.CACHES['default']['LOCATION']")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "django.core.cache.backends.redis.RedisCache redis://redis:6379/0"
+    own = load_settings({**GOOD, "CACHE_URL": "redis://cache:6379/2"}, show="settings.CACHES['default']['LOCATION']")
+    assert own.stdout.strip() == "redis://cache:6379/2"
