@@ -186,7 +186,8 @@ CACHE_URL = env("CACHE_URL", CELERY_BROKER_URL if _SHARED_BROKER else "locmem://
 
 def cache_settings(url: str) -> dict:
     if url.startswith(("redis://", "rediss://")):
-        return {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url, "KEY_PREFIX": "portal"}
+        # Redis down is a miss, never an error (portal/cache.py).
+        return {"BACKEND": "portal.cache.ForgivingRedisCache", "LOCATION": url, "KEY_PREFIX": "portal"}
     if url.startswith("file://"):
         return {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": url[len("file://") :]}
     if url == "locmem://":

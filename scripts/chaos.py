@@ -1178,6 +1178,8 @@ class Run:
             utc = time.strftime("%H:%M:%S", time.gmtime(began + offset))
             if NAMES[fault.kind] is None:
                 said = "not judged (over at once)"
+            elif named is None and ended - began < NAME_WITHIN:
+                said = f"over in {ended - began:.0f} s, before it could be named (not judged)"
             elif named is None:
                 said = f"never named '{NAMES[fault.kind]}' (lasted {ended - began:.0f} s)"
             else:

@@ -350,3 +350,20 @@ def test_a_static_setup_that_breaks_every_page_fails_the_deep_check(client, sett
     assert deep.json()["status"] == "degraded"
     assert deep.json()["pages"] == "down: ValueError: Missing staticfiles manifest entry for 'img/favicon.svg'"
     assert f"pages: {deep.json()['pages']}" in deep.json()["problems"]
+
+
+@pytest.mark.django_db
+def test_a_worker_that_starts_says_so_for_its_queues_at_once(client):
+    """Seen in `make chaos`: for the first 30 s of every start deep health said "worker: unknown: no heartbeat yet",
+    until beat's first heartbeat reached the workers."""
+    from types import SimpleNamespace
+
+    from workloads.operations.tasks import heartbeat_as_a_worker_starts
+
+    _beat_sent(1)
+    assert client.get("/healthz").json()["worker"] == "unknown: no heartbeat yet"
+    for queue in ("celery", "polls"):  # what Celery hands the signal: the worker's consumer
+        consumer = SimpleNamespace(hostname=f"{queue}@host", app=SimpleNamespace(amqp=SimpleNamespace(
+            queues=SimpleNamespace(consume_from={queue: object()}))))  # fmt: skip
+        heartbeat_as_a_worker_starts(sender=consumer)
+    assert client.get("/healthz").json()["worker"] == "ok"

@@ -139,6 +139,6 @@ def test_production_web_processes_share_one_cache_on_redis():
     """The API's per-minute budgets (portal/throttling.py) count across gunicorn's processes only on a shared cache."""
     result = load_settings(GOOD, show="settings.CACHES['default']['BACKEND'], settings.CACHES['default']['LOCATION']")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "django.core.cache.backends.redis.RedisCache redis://redis:6379/0"
+    assert result.stdout.strip() == "portal.cache.ForgivingRedisCache redis://redis:6379/0"
     own = load_settings({**GOOD, "CACHE_URL": "redis://cache:6379/2"}, show="settings.CACHES['default']['LOCATION']")
     assert own.stdout.strip() == "redis://cache:6379/2"

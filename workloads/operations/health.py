@@ -85,13 +85,16 @@ def backlog(now=None) -> dict[str, dict]:
 def queue_consumers(app, *, timeout: float = CONSUMER_REPLY_SECONDS) -> dict[str, int] | str:
     """Per queue, how many live workers consume it: those that answer a broadcast (Celery's `inspect
     active_queues`) within `timeout`. Unlike a heartbeat, it sees a worker killed a second ago. A queue no worker
-    answered for is asked about once more, twice as patiently: a worker busy on a loaded machine may answer late,
-    and a false alarm costs an operator more than a second."""
+    answered for, or a broadcast that failed, is asked about once more, twice as patiently: a worker busy on a loaded
+    machine may answer late, and a false alarm costs an operator more than a second."""
     counts = _consumers(app, timeout)
-    if isinstance(counts, dict) and not all(counts.values()):
+    if isinstance(counts, str) or not all(counts.values()):
+        # Asked again too when the broadcast failed: the first use of a connection Redis closed when it restarted
+        # fails ("Connection closed by server"), and the next one reconnects.
         again = _consumers(app, 2 * timeout)
-        if isinstance(again, dict):
-            counts = {queue: max(count, again[queue]) for queue, count in counts.items()}
+        if isinstance(counts, str) or isinstance(again, str):
+            return again
+        counts = {queue: max(count, again[queue]) for queue, count in counts.items()}
     return counts
 
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 
 from celery import shared_task
-from celery.signals import before_task_publish
+from celery.signals import before_task_publish, worker_ready
+from django.db import DatabaseError
 from django.utils import timezone
 
 from workloads.operations.models import WorkerHeartbeat
 
+log = logging.getLogger(__name__)
 HEARTBEAT = "workloads.operations.heartbeat"
 SENT_AT = "portal_sent_at"  # a message header: Celery hands custom headers to the task as request attributes
 
@@ -31,3 +34,18 @@ def heartbeat(self, queue: str) -> float:
         queue=queue, defaults={"sent_at": sent_at, "ran_at": now, "worker": self.request.hostname or ""}
     )
     return row.waited_seconds
+
+
+@worker_ready.connect(dispatch_uid="heartbeat-as-a-worker-starts")
+def heartbeat_as_a_worker_starts(sender=None, **kwargs) -> None:
+    """A worker that starts consuming its queues is taking their work: their rows say so now, not at beat's next
+    heartbeat up to 30 s later (deep health said "worker: unknown" meanwhile, at every start of the portal)."""
+    queues = sorted(getattr(sender.app.amqp.queues, "consume_from", None) or {})
+    now = timezone.now()
+    try:
+        for queue in queues:
+            WorkerHeartbeat.objects.update_or_create(
+                queue=queue, defaults={"sent_at": now, "ran_at": now, "worker": sender.hostname or ""}
+            )
+    except DatabaseError as error:  # the database is down: beat's next heartbeat writes the rows
+        log.warning("worker ready: could not write the heartbeats of %s: %s", ", ".join(queues), error)
