@@ -987,8 +987,9 @@ class Run:
                 halfway = True
             if active is not None and time.monotonic() - active[1] >= active[0].seconds:
                 halfway = False
+                ended = time.monotonic()  # the fault is over when its undoing begins (PostgreSQL takes a second)
                 self.end(active[0])
-                self.done_faults.append((active[0], active[1], time.monotonic(), active[2]))
+                self.done_faults.append((active[0], active[1], ended, active[2]))
                 active = None
             self.supervise()
             time.sleep(0.5)

@@ -367,3 +367,30 @@ def test_a_worker_that_starts_says_so_for_its_queues_at_once(client):
             queues=SimpleNamespace(consume_from={queue: object()}))))  # fmt: skip
         heartbeat_as_a_worker_starts(sender=consumer)
     assert client.get("/healthz").json()["worker"] == "ok"
+
+
+@pytest.mark.django_db
+def test_work_is_named_late_once_its_reconciler_should_have_sent_it_not_while_it_is_due(client, org, settings):
+    """Seen in `make chaos`: the emails of comments made while Redis was down were named for a minute after it came
+    back, each the moment the email reconciler was due to send it; deep health names what a reconciler missed."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tests.factories import ClusterFactory
+    from workloads.clusters.reconcile import late_clusters, reconcile_every
+    from workloads.models import Cluster
+    from workloads.operations.health import BACKLOG_MARGIN_SECONDS, backlog
+
+    _heartbeats({"celery": 1, "polls": 1})
+    _beat_sent(1)
+    due = settings.CLUSTER_QUEUE_WAIT + settings.RECONCILE_GRACE  # the reconciler sends it from then on
+    cluster = ClusterFactory(organization=org, status=Cluster.Status.REQUESTED)
+    Cluster.objects.filter(pk=cluster.pk).update(status_changed_at=timezone.now() - timedelta(seconds=due + 5))
+    assert late_clusters().count() == 1  # the reconciler's next run sends it
+    assert backlog()["late_clusters"]["count"] == 0  # not missed yet
+    missed = due + reconcile_every() + BACKLOG_MARGIN_SECONDS + 5
+    Cluster.objects.filter(pk=cluster.pk).update(status_changed_at=timezone.now() - timedelta(seconds=missed))
+    assert backlog()["late_clusters"]["count"] == 1
+    problems = client.get("/healthz?deep=1").json()["problems"]
+    assert any(problem.startswith("backlog: 1 late clusters") for problem in problems)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from datetime import timedelta
 
 from django.conf import settings
 from django.db.models import Count, Min
@@ -65,20 +66,29 @@ def beat_state(now=None) -> str:
     return "ok" if age <= BEAT_STALE_AFTER_SECONDS else f"stopped: not running for {round(age)} s"
 
 
+# How long past its reconciler's next run work may wait before deep health names it: a reconciler's run and its send.
+BACKLOG_MARGIN_SECONDS = 10
+
+
 def backlog(now=None) -> dict[str, dict]:
-    """Work the portal is waiting on, oldest first: clusters no worker is known to be provisioning and case
-    emails not sent (both are sent again by the reconcilers), and queued messages in the broker."""
-    from workloads.clusters.reconcile import late_clusters
-    from workloads.support.notifications import unnotified_events
+    """Work the reconcilers have not caught up with, oldest first: clusters no worker is known to be provisioning and
+    case emails not sent. Late by one reconciler's period (and a margin) more than the reconcilers' own rule, so
+    deep health names work a reconciler missed, not work it is about to send: seen in `make chaos`, the emails of
+    comments made while Redis was down were named for up to a minute after it came back, each the moment the
+    reconciler was due to send it."""
+    from workloads.clusters.reconcile import late_clusters, reconcile_every
+    from workloads.support.notifications import resend_every, unnotified_events
 
     now = now or timezone.now()
-    late = late_clusters(now).aggregate(count=Count("pk"), oldest=Min("status_changed_at"))
+    clusters_missed = now - timedelta(seconds=reconcile_every() + BACKLOG_MARGIN_SECONDS)
+    late = late_clusters(clusters_missed).aggregate(count=Count("pk"), oldest=Min("status_changed_at"))
+    emails_missed = now - timedelta(seconds=resend_every() + BACKLOG_MARGIN_SECONDS)
     return {
         "late_clusters": {
             "count": late["count"],
             "oldest_seconds": round((now - late["oldest"]).total_seconds(), 1) if late["oldest"] else 0,
         },
-        "unsent_case_emails": {"count": unnotified_events().count()},
+        "unsent_case_emails": {"count": unnotified_events(emails_missed).count()},
     }
 
 

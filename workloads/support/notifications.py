@@ -48,14 +48,19 @@ def case_participants(case: SupportCase, *, internal: bool) -> list:
     return people
 
 
-def unnotified_events():
-    """Events that should have been mailed by now and were not: older than the time queued work may wait (plus
+def unnotified_events(now=None):
+    """Events that should have been mailed by `now` and were not: older than the time queued work may wait (plus
     a grace), younger than a day (older news is no longer worth an email), never claimed by a send."""
-    now = timezone.now()
+    now = now or timezone.now()
     late = now - timedelta(seconds=settings.CLUSTER_QUEUE_WAIT + settings.RECONCILE_GRACE)
     return CaseEvent.objects.filter(
         kind__in=NOTIFIED_KINDS, notified_at__isnull=True, created_at__lt=late, created_at__gte=now - timedelta(days=1)
     )
+
+
+def resend_every() -> float:
+    """Seconds between the email reconciler's runs (beat's schedule)."""
+    return float(settings.CELERY_BEAT_SCHEDULE["resend-case-notifications"]["schedule"])
 
 
 def unnotified_event_ids(*, limit: int = 500) -> list[int]:
