@@ -1,4 +1,4 @@
-"""Backups that are proven (issue 33): `manage.py backup` of a portal holding the demo program, `manage.py restore`
+"""Backups that are proven: `manage.py backup` of a portal holding the demo program, `manage.py restore`
 into an empty database, and every figure is the same; SQLite's online backup while another connection writes; the
 errors an operator meets are sentences, never tracebacks. On the test database's engine: PostgreSQL in CI (pg_dump,
 pg_restore), SQLite locally by default."""

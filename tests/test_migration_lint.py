@@ -1,4 +1,4 @@
-"""Migrations that a rolling deploy survives (issue 33): django-migration-linter reads the SQL each migration of
+"""Migrations that a rolling deploy survives: django-migration-linter reads the SQL each migration of
 ours runs on PostgreSQL (production's engine) and fails the build on one that breaks the version still running
 beside it — a NOT NULL column it does not write, a dropped or renamed column or table, a new unique constraint —
 or that locks a table for as long as an index takes to build (CREATE/DROP INDEX without CONCURRENTLY).

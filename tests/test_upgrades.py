@@ -1,4 +1,4 @@
-"""Upgrades that are proven (issue 33): a database holding a program at an earlier schema is migrated forward to
+"""Upgrades that are proven: a database holding a program at an earlier schema is migrated forward to
 the latest, and its figures are what they were, the data migrations having filled what the new schema adds.
 
 The database starts at the project's first schema (commit d0a9a16, 2026-11-22: tenants up to 0002, no workloads
