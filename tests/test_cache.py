@@ -3,24 +3,17 @@ call is a miss and every write is skipped, and the requests that use the cache â
 health (its probes) â€” answer as they would without it. Seen in `make chaos`: with Redis stopped, 32 writes were 500s
 and deep health never said "broker:"."""
 
-import socket
-
 import pytest
 from django.core.cache import cache
 from django.test import override_settings
 
+from tests.servers import free_port
 from tests.test_throttling import token_client
-
-
-def refused_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture
 def redis_down():
-    location = f"redis://127.0.0.1:{refused_port()}/0"
+    location = f"redis://127.0.0.1:{free_port()}/0"
     with override_settings(CACHES={"default": {"BACKEND": "portal.cache.ForgivingRedisCache", "LOCATION": location}}):
         yield
 
@@ -44,7 +37,7 @@ def test_with_redis_down_api_writes_and_deep_health_answer_as_usual(member, clie
     from tenants.tokens.services import create_token
     from workloads.operations import cloud_calls
 
-    settings.AWS_ENDPOINT_URL = f"http://127.0.0.1:{refused_port()}"
+    settings.AWS_ENDPOINT_URL = f"http://127.0.0.1:{free_port()}"
     calls.record(account="111122223333", region="us-east-1", service="sts")  # called lately: deep health probes it
     cloud_calls.flush()
 

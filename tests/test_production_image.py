@@ -38,7 +38,6 @@ import secrets
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -51,6 +50,8 @@ from urllib.parse import urlencode, urlsplit
 import pytest
 import yaml
 from django.conf import settings
+
+from tests.servers import free_port
 
 ROOT = Path(settings.BASE_DIR)
 VENV_BIN = Path(sys.executable).parent
@@ -338,12 +339,6 @@ def broker_url() -> str:
 # --- Serving it ------------------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @dataclass
 class Browser:
     """A browser behind the TLS proxy: every request says X-Forwarded-Proto https, and Secure cookies go back."""
@@ -437,7 +432,7 @@ def _serve(scratch: Path, database_url: str, broker_url: str):
     assert urlsplit(compose_env["CELERY_BROKER_URL"]).hostname == "redis"
     compose_env |= {"DATABASE_URL": database_url, "CELERY_BROKER_URL": broker_url}
 
-    port = _free_port()
+    port = free_port()
     container_port = image.exposed.split("/")[0]
     assert web["ports"][0].split(":")[-1] == container_port, (web["ports"], image.exposed)
 

@@ -7,7 +7,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,16 +19,12 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from tests.servers import free_port
+
 ROOT = Path(settings.BASE_DIR)
 GRACE_SECONDS = 10  # the script's default: TERM, then KILL after this long
 START_TIMEOUT = 180
 DEMO_CLUSTERS = 12  # load_demo_telemetry: one live cluster per demo organization
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _group(pgid: int) -> list[str]:
@@ -63,7 +58,7 @@ class Portal:
 
 
 def _start(var_dir: Path, log: Path) -> Portal:
-    port, moto_port = _free_port(), _free_port()
+    port, moto_port = free_port(), free_port()
     # The embedded default whatever the test run uses (CI sets PostgreSQL and Redis for the suite itself).
     env = {name: os.environ[name] for name in ("PATH", "HOME", "LANG", "TMPDIR") if name in os.environ}
     env |= {

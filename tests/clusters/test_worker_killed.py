@@ -39,12 +39,6 @@ HEARTBEAT, LEASE = 2, 6  # CLUSTER_HEARTBEAT_SECONDS and CLUSTER_LEASE_SECONDS, 
 CLUSTERS = 3
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture
 def black_hole():
     """An endpoint that accepts every connection and never answers: AWS hanging, not refusing."""
