@@ -6,60 +6,20 @@ Celery broker on the local filesystem, so web, worker and beat run with no serve
 PostgreSQL and a Redis broker.
 """
 
-import json
 import os
 from datetime import timedelta
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 from django.utils.translation import gettext_lazy as _
 
+from portal.environment import ENV_NAMES, env, env_bool, env_int, env_list, origins  # noqa: F401
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("PORTAL_VAR_DIR", BASE_DIR / "var"))
-
-# Names of every environment variable read here; tests check docker-compose.yml against it.
-ENV_NAMES: set[str] = set()
 _DEV_SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production"
-
-
-def env(name: str, default: str = "") -> str:
-    ENV_NAMES.add(name)
-    return os.environ.get(name, default)
-
-
-def env_bool(name: str, default: bool = False) -> bool:
-    # Strict, like healthchecks' envbool: a typo must not silently mean False.
-    value = env(name, str(default))
-    if value not in ("True", "False"):
-        raise ImproperlyConfigured(f"{name} must be True or False, not {value!r}.")
-    return value == "True"
-
-
-def env_int(name: str, default: int) -> int:
-    value = env(name, str(default))
-    try:
-        return int(value)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name} must be a whole number, not {value!r}.") from None
-
-
-def env_list(name: str, default: str = "") -> list[str]:
-    return [item.strip() for item in env(name, default).split(",") if item.strip()]
-
-
-def origins(*urls: str) -> list[str]:
-    """scheme://host[:port] of each URL given (blank ones skipped): what a CSP source list names."""
-    found = []
-    for url in filter(None, urls):
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ImproperlyConfigured(f"{url!r} is not an http(s) URL.")
-        found.append(f"{parts.scheme}://{parts.netloc}")
-    return found
-
 
 PRODUCTION = env_bool("PORTAL_PRODUCTION", False)
 DEBUG = env_bool("DEBUG", not PRODUCTION)
@@ -295,40 +255,8 @@ AUTHENTICATION_BACKENDS = [
 ]
 LOGIN_URL = "login"
 
-# --- Sign-in with the institution's OpenID Connect provider (mozilla-django-oidc; tenants/sso/) ------------
-# Unset OIDC_ISSUER_URL: no single sign-on, the login page is the password form alone. Endpoints and signing
-# keys come from the issuer's discovery document (<issuer>/.well-known/openid-configuration).
-OIDC_ISSUER_URL = env("OIDC_ISSUER_URL").rstrip("/")
-OIDC_PROVIDER_NAME = env("OIDC_PROVIDER_NAME", "your institution")  # "Sign in with <name>"
-OIDC_RP_CLIENT_ID = env("OIDC_CLIENT_ID")
-OIDC_RP_CLIENT_SECRET = env("OIDC_CLIENT_SECRET")
-OIDC_RP_SCOPES = env("OIDC_SCOPES", "openid email profile groups")
-OIDC_RP_SIGN_ALGO = env("OIDC_SIGN_ALGORITHM", "RS256")  # an ID token signed otherwise is refused
-OIDC_USE_PKCE = True
-OIDC_USE_NONCE = True
-OIDC_STORE_ID_TOKEN = True  # kept in the session for the provider's sign-out (id_token_hint)
-OIDC_TIMEOUT = env_int("OIDC_TIMEOUT_SECONDS", 10)  # each call to the provider
-OIDC_CLOCK_SKEW_SECONDS = env_int("OIDC_CLOCK_SKEW_SECONDS", 60)  # leeway on the ID token's exp and iat
-# The claim listing a person's groups, and the groups that place people: "<prefix>:<org-slug>:<role>",
-# "<prefix>:staff:<staff-role>" (or a path, "/<prefix>/<org-slug>/<role>"), plus OIDC_GROUP_MAP, a JSON object
-# from a group name the institution already has to "<org-slug>:<role>" or "staff:<staff-role>".
-OIDC_GROUPS_CLAIM = env("OIDC_GROUPS_CLAIM", "groups")
-OIDC_GROUP_PREFIX = env("OIDC_GROUP_PREFIX", "fmportal")
-try:
-    OIDC_GROUP_MAP = json.loads(env("OIDC_GROUP_MAP") or "{}")
-except ValueError as error:
-    raise ImproperlyConfigured(f"OIDC_GROUP_MAP must be a JSON object: {error}") from None
-if not isinstance(OIDC_GROUP_MAP, dict) or not all(isinstance(v, str) for v in OIDC_GROUP_MAP.values()):
-    raise ImproperlyConfigured('OIDC_GROUP_MAP must be a JSON object of strings, {"group": "org-slug:role"}.')
-# Whom a person the groups place nowhere should ask (shown on that page and on an empty home page).
-PROGRAM_CONTACT_EMAIL = env("PROGRAM_CONTACT_EMAIL")
-# False: only break-glass accounts (Django superusers) sign in with a password, on the login page's
-# administrator form, in Django admin and at the token endpoint; everyone else signs in with the provider.
-LOCAL_PASSWORD_LOGIN = env_bool("LOCAL_PASSWORD_LOGIN", True)
-if OIDC_ISSUER_URL and not (OIDC_RP_CLIENT_ID and OIDC_RP_CLIENT_SECRET):
-    raise ImproperlyConfigured("OIDC_ISSUER_URL needs OIDC_CLIENT_ID and OIDC_CLIENT_SECRET.")
-if not LOCAL_PASSWORD_LOGIN and not OIDC_ISSUER_URL:
-    raise ImproperlyConfigured("LOCAL_PASSWORD_LOGIN=False needs a provider to sign in with: set OIDC_ISSUER_URL.")
+# --- Sign-in: the institutions' providers and passwords (portal/identity_settings.py) ----------------------
+from portal.identity_settings import *  # noqa: E402, F403
 
 # --- Failed-login limits (django-axes; tenants/logins/) -------------------------------------------
 # LOGIN_FAILURE_LIMIT failures for one username, or from one client address, each within LOGIN_LOCKOUT_MINUTES
@@ -519,7 +447,7 @@ SECURE_CSP = {
     "object-src": [CSP.NONE],
     "base-uri": [CSP.NONE],
     "frame-ancestors": [CSP.NONE],
-    "form-action": [CSP.SELF, *origins(OIDC_ISSUER_URL)],
+    "form-action": [CSP.SELF, *SSO_FORM_ORIGINS],  # noqa: F405
 }
 # A rollout can try a policy on real traffic first: the browser reports what it would refuse, refusing nothing.
 SECURE_CSP_REPORT_ONLY: dict = {}

@@ -7,12 +7,13 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 
 from tenants.logins.lockout import is_locked_out, lockout_message, seconds_until_unlocked
+from tenants.sso import providers
 
 
 def password_login_off_message() -> str:
     return _(
         "Sign-in with a password is only for break-glass administrator accounts here: sign in with %(provider)s."
-    ) % {"provider": settings.OIDC_PROVIDER_NAME}
+    ) % {"provider": _(" or ").join(provider.name for provider in providers.all()) or _("your institution")}
 
 
 class LoginForm(auth_forms.AuthenticationForm):

@@ -8,23 +8,24 @@ from django.utils.translation import ngettext
 from tenants.logins import reset
 from tenants.logins.forms import LoginForm, PasswordResetForm
 from tenants.logins.lockout import lockout_end, lockout_message, seconds_until_unlocked
-from tenants.sso import provider
+from tenants.sso import providers
 
 
 class LoginView(auth_views.LoginView):
-    """The login page: "Sign in with <provider>" when one is set up, and the password form while local passwords
-    are on (when off, only on the administrators' break-glass form, `?break-glass=1`). A locked-out attempt gets
-    the form back with the lockout as its error, status 429."""
+    """The login page: a "Sign in with <provider>" button for each provider set up, and the password form while
+    local passwords are on (when off, only on the administrators' break-glass form, `?break-glass=1`). A locked-out
+    attempt gets the form back with the lockout as its error, status 429."""
 
     form_class = LoginForm
     redirect_authenticated_user = True
 
     def get_context_data(self, **kwargs):
-        sso = provider.enabled()
+        found = providers.all()
+        sso = bool(found)
         return super().get_context_data(
             **kwargs,
             sso_enabled=sso,
-            sso_provider_name=settings.OIDC_PROVIDER_NAME,
+            sso_buttons=[(p.name, p.login_url(self.get_redirect_url())) for p in found],
             password_login=settings.LOCAL_PASSWORD_LOGIN,
             show_password_form=(
                 not sso

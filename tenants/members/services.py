@@ -24,7 +24,7 @@ from portal.links import portal_url
 from tenants.access import OrgAccess, get_org_access_or_404, is_program_staff
 from tenants.audit import record_audit
 from tenants.members.models import Invitation
-from tenants.models import Membership, Organization
+from tenants.models import GrantSource, Membership, Organization
 from tenants.tokens.models import ApiToken
 from tenants.tokens.services import revoke_token
 
@@ -155,14 +155,20 @@ def find_invitation(key: str) -> Invitation | None:
 
 
 def email_matches(invitation: Invitation, user) -> bool:
-    return bool(user.email) and user.email.strip().lower() == invitation.email.lower()
+    """Whether the invitation is addressed to the user's verified address. A local account's address is the one
+    its invitation or an admin gave it; an address from institution sign-in is kept only when the provider
+    verified it (tenants.sso.services.verified_email), and one it has since called unverified does not count."""
+    email = (user.email or "").strip().lower()
+    if not email or email != invitation.email.lower():
+        return False
+    return not user.oidc_identities.filter(email__iexact=email, email_verified=False).exists()
 
 
 @transaction.atomic
 def accept_invitation(*, key: str, user) -> Membership:
-    """Puts the signed-in `user` into the invitation's organization with its role, once. Used by the accept page;
-    a sign-in by SSO (OpenID Connect) returns to that page, so the same rules hold: the invitation must be pending
-    and addressed to the user's email."""
+    """Puts the signed-in `user` into the invitation's organization with its role, once: the invitation must be
+    pending and addressed to the user's verified email. Used by the accept page; a sign-in with a provider that
+    starts from an invitation link joins through `join` in the same way (tenants.sso.services)."""
     invitation = find_invitation(key)
     if invitation is None:
         raise ValidationError(_("This invitation link is not valid."), code="unknown")
@@ -175,14 +181,21 @@ def accept_invitation(*, key: str, user) -> Membership:
             % {"email": invitation.email},
             code="wrong_person",
         )
+    return join(invitation=invitation, user=user)
+
+
+def join(*, invitation: Invitation, user) -> Membership:
+    """The membership the invitation grants (its caller holds the invitation's row locked and checked it): its
+    role, granted in the portal (`local`), which sign-in's groups never lower or remove afterwards. A membership
+    the person already had from their groups becomes the invitation's."""
     organization = invitation.organization
-    membership, created = Membership.objects.get_or_create(
-        user=user, organization=organization, defaults={"role": invitation.role}
+    membership, created = Membership.objects.select_for_update().get_or_create(
+        user=user, organization=organization, defaults={"role": invitation.role, "source": GrantSource.LOCAL}
     )
     before = None if created else membership.role
-    if not created and membership.role != invitation.role:
-        membership.role = invitation.role
-        membership.save(update_fields=["role"])
+    if not created and (membership.role, membership.source) != (invitation.role, GrantSource.LOCAL):
+        membership.role, membership.source = invitation.role, GrantSource.LOCAL
+        membership.save(update_fields=["role", "source"])
     Invitation.objects.filter(pk=invitation.pk).update(accepted_at=timezone.now(), accepted_by=user)
     record_audit(
         actor=user,
@@ -214,6 +227,8 @@ def create_local_account(*, key: str, username: str, password: str, first_name: 
     users = get_user_model()
     if users.objects.filter(email__iexact=invitation.email).exists():
         raise ValidationError(_("An account with this email exists: sign in to accept the invitation."))
+    if users.objects.filter(username__iexact=username).exists():
+        raise ValidationError({"username": _("This username is taken.")})
     try:
         with transaction.atomic():
             user = users.objects.create_user(

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from tenants.models import Membership, StaffRole
+from tenants.sso.providers import Provider
 
 logger = logging.getLogger("portal.sso")
 
@@ -54,20 +55,23 @@ def _stronger(current: str | None, candidate: str, order: list[str]) -> str:
     return min(current, candidate, key=lambda role: rank.get(role, len(order)))
 
 
-def target_of(group: str) -> str | None:
-    """`<org-slug>:<role>` or `staff:<role>` for a group of the program's, None for any other group."""
-    mapped = settings.OIDC_GROUP_MAP.get(group)
+def target_of(group: str, provider: Provider | None = None) -> str | None:
+    """`<org-slug>:<role>` or `staff:<role>` for a group of the program's, None for any other group. The rules
+    are the provider's (its `group_map` and `group_prefix`); without one, the OIDC_* settings'."""
+    group_map = provider.group_map if provider else settings.OIDC_GROUP_MAP
+    prefix = provider.group_prefix if provider else settings.OIDC_GROUP_PREFIX
+    mapped = group_map.get(group)
     if mapped is not None:
         return mapped
     separator = "/" if group.startswith("/") else ":"
     parts = group.strip("/").split(separator)
-    if len(parts) == 3 and parts[0] == settings.OIDC_GROUP_PREFIX:
+    if len(parts) == 3 and parts[0] == prefix:
         return f"{parts[1]}:{parts[2]}"
     return None
 
 
-def groups_of(claims: dict) -> list[str]:
-    value = claims.get(settings.OIDC_GROUPS_CLAIM)
+def groups_of(claims: dict, provider: Provider | None = None) -> list[str]:
+    value = claims.get(provider.groups_claim if provider else settings.OIDC_GROUPS_CLAIM)
     if isinstance(value, str):
         return [value]
     if isinstance(value, list):
@@ -75,10 +79,10 @@ def groups_of(claims: dict) -> list[str]:
     return []
 
 
-def place(claims: dict) -> Placement:
+def place(claims: dict, provider: Provider | None = None) -> Placement:
     placement = Placement()
-    for group in groups_of(claims):
-        target = target_of(group)
+    for group in groups_of(claims, provider):
+        target = target_of(group, provider)
         if target is None:
             continue
         placement.groups.append(group)

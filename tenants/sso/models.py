@@ -23,6 +23,9 @@ class OidcIdentity(models.Model):
     issuer = models.CharField(_("issuer"), max_length=255)
     subject = models.CharField(_("subject"), max_length=255)
     email = models.EmailField(_("email at last sign-in"), blank=True)
+    # Whether the provider vouched for that address (email_verified, or a provider trusted for addresses): only a
+    # verified address is kept on the account and matched with an invitation (tenants.members.services).
+    email_verified = models.BooleanField(_("email verified by the provider"), default=False)
     created_at = models.DateTimeField(_("first sign-in"), auto_now_add=True)
     last_login = models.DateTimeField(_("last sign-in"), null=True, blank=True)  # none yet: linked in admin
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 import requests
 from django.conf import settings
 
+from tenants.sso import providers
+
 logger = logging.getLogger("portal.sso")
 
 DISCOVERY_SECONDS = 3600
@@ -17,6 +19,15 @@ DISCOVERY_SECONDS = 3600
 
 class ProviderUnavailable(Exception):
     """The provider did not answer, or answered with an error of its own (5xx, a broken discovery document)."""
+
+
+class ProviderMisconfigured(ProviderUnavailable):
+    """The provider answers, but not as the portal is set up for it (its discovery document names another issuer):
+    a matter for the program team, not something a retry mends."""
+
+    def __init__(self, expected: str, named: str):
+        super().__init__(f"the discovery document names issuer {named!r}, not {expected!r}")
+        self.expected, self.named = expected, named
 
 
 @dataclass(frozen=True)
@@ -32,12 +43,12 @@ class ProviderMetadata:
 _cache: dict[str, tuple[float, ProviderMetadata]] = {}
 
 
-def enabled() -> bool:
-    return bool(settings.OIDC_ISSUER_URL)
-
-
-def metadata() -> ProviderMetadata:
-    issuer = settings.OIDC_ISSUER_URL
+def metadata(provider=None) -> ProviderMetadata:
+    """The discovery document of `provider` (by default the one of the sign-in under way, tenants.sso.providers)."""
+    provider = provider or providers.current()
+    if provider is None:
+        raise ProviderUnavailable("no OpenID provider is being signed in with")
+    issuer = provider.issuer
     cached = _cache.get(issuer)
     if cached and cached[0] > time.monotonic():
         return cached[1]
@@ -60,7 +71,7 @@ def metadata() -> ProviderMetadata:
     # OpenID Connect Discovery 4.3: the document must name the issuer it was fetched for.
     if found.issuer.rstrip("/") != issuer:
         logger.warning("OpenID provider at %s names another issuer: %s", url, found.issuer)
-        raise ProviderUnavailable(f"the discovery document names issuer {found.issuer!r}, not {issuer!r}")
+        raise ProviderMisconfigured(issuer, found.issuer)
     _cache[issuer] = (time.monotonic() + DISCOVERY_SECONDS, found)
     return found
 

@@ -14,9 +14,12 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from tenants.audit import record_audit
+from tenants.members.models import Invitation
+from tenants.members.services import join
 from tenants.models import GrantSource, Membership, Organization, StaffRole
 from tenants.sso.mapping import Placement, place
 from tenants.sso.models import OidcIdentity
+from tenants.sso.providers import CLAIMS, Provider
 
 logger = logging.getLogger("portal.sso")
 
@@ -32,10 +35,11 @@ class SignInRefused(Exception):
 class NotPlaced(SignInRefused):
     """The person is who they say, but no group of theirs (and no grant in the portal) gives them anything here."""
 
-    def __init__(self, *, placement: Placement, email: str):
+    def __init__(self, *, placement: Placement, email: str, invitation: Invitation | None = None):
         super().__init__("no organization or staff role for this person")
         self.placement = placement
         self.email = email
+        self.invitation = invitation  # the invitation they came from, when it is not theirs to accept
 
 
 class AccountDisabled(SignInRefused):
@@ -43,21 +47,63 @@ class AccountDisabled(SignInRefused):
         super().__init__("the portal account is deactivated")
 
 
-def sign_in(*, claims: dict) -> object:
-    """The user for these verified claims (`iss` and `sub` from the ID token), created at their first sign-in,
-    their grants from groups brought in line with the claims. NotPlaced when the person has nothing here."""
-    placement = place(claims)
+class EmailTaken(SignInRefused):
+    """A first sign-in whose verified address is already an account's: the same person, most likely, whom the
+    program team links (Django admin, institution sign-in identities), rather than a second account made."""
+
+    def __init__(self, email: str):
+        super().__init__(f"{email} is the address of an existing account")
+        self.email = email
+
+
+def normalize(provider: Provider, claims: dict) -> dict:
+    """The provider's claims under the portal's names (the provider's `claims` mapping), with `email_verified` a
+    bool: True only when the provider said so, or said nothing and is trusted for addresses (`trust_email`)."""
+    found = dict(claims)
+    for name in CLAIMS:
+        if provider.claim(name) != name:
+            found[name] = claims.get(provider.claim(name))
+    said = found.get("email_verified")
+    if isinstance(said, str):  # some providers send "true"/"false"
+        said = {"true": True, "false": False}.get(said.lower())
+    found["email_verified"] = bool(found.get("email")) and (said is True or (said is None and provider.trust_email))
+    return found
+
+
+def sign_in(*, provider: Provider, claims: dict, invitation: Invitation | None = None):
+    """The user for these verified claims (`iss` and `sub`: the ID token's, or the SAML identity provider's entity
+    id and the person's persistent identifier), created at their first sign-in, their grants from groups brought
+    in line with the claims. With `invitation` (the link the person came from), its organization is joined when
+    the invitation is pending and addressed to the person's verified email: the invitation is the permission to
+    join. Returns (user, membership joined or None). NotPlaced when the person has nothing here."""
+    claims = normalize(provider, claims)
+    placement = place(claims, provider)
     try:
-        user = _sign_in(claims=claims, placement=placement)
+        user, joined = _sign_in(claims=claims, placement=placement, invitation=invitation)
     except IntegrityError:  # a first sign-in of the same person in two tabs at once: the other one created it
-        user = _sign_in(claims=claims, placement=placement)
+        user, joined = _sign_in(claims=claims, placement=placement, invitation=invitation)
     if not (user.memberships.exists() or StaffRole.objects.filter(user=user).exists()):
-        raise NotPlaced(placement=placement, email=claims.get("email") or "")
-    return user
+        raise NotPlaced(placement=placement, email=claims.get("email") or "", invitation=invitation)
+    return user, joined
+
+
+def verified_email(claims: dict) -> str:
+    """The address the provider vouches for, or "" (an unverified one is never matched nor kept)."""
+    return (claims.get("email") or "")[:254] if claims.get("email_verified") else ""
+
+
+def _invitation_for(invitation: Invitation | None, email: str) -> Invitation | None:
+    """The invitation, locked, when it is pending and addressed to `email` (a verified address)."""
+    if invitation is None or not email:
+        return None
+    invitation = Invitation.objects.select_for_update().select_related("organization").get(pk=invitation.pk)
+    if invitation.state != "active" or invitation.email.lower() != email.lower():
+        return None
+    return invitation
 
 
 @transaction.atomic
-def _sign_in(*, claims: dict, placement: Placement):
+def _sign_in(*, claims: dict, placement: Placement, invitation: Invitation | None):
     issuer, subject = claims["iss"], claims["sub"]
     organizations = {
         org.slug: org for org in Organization.objects.filter(slug__in=placement.organizations).order_by("slug")
@@ -67,23 +113,25 @@ def _sign_in(*, claims: dict, placement: Placement):
     identity = (
         OidcIdentity.objects.select_for_update().select_related("user").filter(issuer=issuer, subject=subject).first()
     )
-    email = (claims.get("email") or "")[:254]
+    email = verified_email(claims)
+    invitation = _invitation_for(invitation, email)
     if identity is None:
-        if not organizations and placement.staff_role is None:
-            # Nothing to give: no account is made for someone the program has not placed.
-            raise NotPlaced(placement=placement, email=email)
+        if not organizations and placement.staff_role is None and invitation is None:
+            # Nothing to give: no account is made for someone the program has not placed nor invited.
+            raise NotPlaced(placement=placement, email=claims.get("email") or "")
+        if email and get_user_model().objects.filter(email__iexact=email).exists():
+            raise EmailTaken(email)
         with transaction.atomic():
-            user = _new_user(claims)
-            identity = OidcIdentity.objects.create(
-                user=user, issuer=issuer, subject=subject, email=email, last_login=timezone.now()
-            )
+            user = _new_user(claims, email)
+            identity = OidcIdentity.objects.create(user=user, issuer=issuer, subject=subject)
         logger.info("First sign-in of %s @ %s: user %s created", subject, issuer, user.username)
     user = identity.user
     if not user.is_active:
         raise AccountDisabled()
-    _update_profile(user, claims)
-    identity.email, identity.last_login = email, timezone.now()
-    identity.save(update_fields=["email", "last_login"])
+    _update_profile(user, claims, email)
+    identity.email, identity.email_verified = (claims.get("email") or "")[:254], bool(email)
+    identity.last_login = timezone.now()
+    identity.save(update_fields=["email", "email_verified", "last_login"])
     comment = f"{issuer} groups: {', '.join(placement.groups) or '—'}"
     _sync_memberships(
         user=user,
@@ -91,12 +139,13 @@ def _sign_in(*, claims: dict, placement: Placement):
         comment=comment,
     )
     _sync_staff_role(user=user, wanted=placement.staff_role, comment=comment)
-    return user
+    joined = join(invitation=invitation, user=user) if invitation is not None else None
+    return user, joined
 
 
-def _new_user(claims: dict):
+def _new_user(claims: dict, email: str):
     User = get_user_model()
-    user = User(username=_free_username(claims), email=(claims.get("email") or "")[:254])
+    user = User(username=_free_username(claims), email=email)
     user.set_unusable_password()  # signs in through the provider only; scripts use API tokens
     _names(user, claims)
     user.save()
@@ -127,10 +176,11 @@ def _names(user, claims: dict) -> None:
     user.first_name, user.last_name = str(given or "")[:150], str(family or "")[:150]
 
 
-def _update_profile(user, claims: dict) -> None:
+def _update_profile(user, claims: dict, email: str) -> None:
+    """Names as the provider sends them; the address only when verified (an unverified one is not kept)."""
     before = (user.email, user.first_name, user.last_name)
-    if claims.get("email"):
-        user.email = claims["email"][:254]
+    if email:
+        user.email = email
     _names(user, claims)
     if (user.email, user.first_name, user.last_name) != before:
         user.save(update_fields=["email", "first_name", "last_name"])

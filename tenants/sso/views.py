@@ -4,148 +4,123 @@ mozilla-django-oidc's views, and the page saying what went wrong when the sign-i
 from __future__ import annotations
 
 import logging
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import requests
 from django.conf import settings
 from django.contrib.auth.views import LogoutView
 from django.core.exceptions import SuspiciousOperation
 from django.http import Http404, HttpResponseRedirect
-from django.shortcuts import render
 from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.generic import View
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
 from tenants.logins.lockout import is_locked_out
-from tenants.sso import provider
+from tenants.sso import flow, provider, providers, services
 from tenants.sso.backend import setting
-from tenants.sso.services import AccountDisabled, NotPlaced, SignInRefused
 
 logger = logging.getLogger("portal.sso")
 
 
-def problem(request, *, title: str, message: str, status: int, placement=None, email: str = ""):
-    """The page a person sees instead of the portal when sign-in stops: what happened and whom to ask."""
-    context = {
-        "title": title,
-        "message": message,
-        "provider_name": settings.OIDC_PROVIDER_NAME,
-        "contact_email": settings.PROGRAM_CONTACT_EMAIL,
-        "placement": placement,
-        "email": email,
-    }
-    return render(request, "tenants/sso/problem.html", context, status=status)
+STATES = "sso_states"  # session: each sign-in under way (its OAuth state) → the provider it went to
 
 
-def unavailable(request):
-    return problem(
-        request,
-        title=_("%(provider)s is not answering") % {"provider": settings.OIDC_PROVIDER_NAME},
-        message=_(
-            "The portal could not reach %(provider)s to sign you in. Nothing was changed. Try again in a few "
-            "minutes; if it goes on, tell the program team."
-        )
-        % {"provider": settings.OIDC_PROVIDER_NAME},
-        status=503,
-    )
-
-
-def refused(request, message: str | None = None):
-    return problem(
-        request,
-        title=_("Sign-in not completed"),
-        message=message
-        or _(
-            "The answer from %(provider)s could not be verified, so you were not signed in and nothing was changed. "
-            "This happens when a sign-in is started in another window or left open too long. Start again."
-        )
-        % {"provider": settings.OIDC_PROVIDER_NAME},
-        status=400,
-    )
+def _provider_for_start(request) -> providers.Provider:
+    """?provider=<key>; without one, the only OpenID provider when there is one."""
+    openid = [p for p in providers.all() if p.protocol == "oidc"]
+    key = request.GET.get("provider")
+    found = providers.get(key) if key else (openid[0] if len(openid) == 1 else None)
+    if found is None or found.protocol != "oidc":
+        raise Http404(_("No such way to sign in here."))
+    return found
 
 
 class SignInView(OIDCAuthenticationRequestView):
-    """Redirects to the provider with state, nonce and a PKCE challenge, kept in the session for the return."""
+    """Redirects to the provider with state, nonce and a PKCE challenge, kept in the session for the return, and
+    which provider that state went to."""
 
     def __init__(self, **kwargs):
         View.__init__(self, **kwargs)  # the library's reads the endpoint here, before a failure can be answered
 
     get_settings = staticmethod(setting)
-    OIDC_RP_CLIENT_ID = property(lambda self: settings.OIDC_RP_CLIENT_ID)
+    OIDC_RP_CLIENT_ID = property(lambda self: setting("OIDC_RP_CLIENT_ID"))
     OIDC_OP_AUTH_ENDPOINT = property(lambda self: setting("OIDC_OP_AUTHORIZATION_ENDPOINT"))
 
     def get(self, request):
-        if not provider.enabled():
-            raise Http404(_("Sign-in with an institution is not set up here."))
-        try:
-            return super().get(request)
-        except provider.ProviderUnavailable:
-            return unavailable(request)
+        chosen = _provider_for_start(request)
+        with providers.using(chosen):
+            try:
+                response = super().get(request)
+            except provider.ProviderUnavailable as error:
+                return flow.unavailable(request, chosen, error)
+        state = parse_qs(urlsplit(response["Location"]).query).get("state", [""])[0]
+        started = request.session.get(STATES, {})
+        started = dict(list(started.items())[-(MAX_STARTED - 1) :])  # the library keeps as many states
+        request.session[STATES] = {**started, state: chosen.key}
+        return response
+
+
+MAX_STARTED = 50
 
 
 class CallbackView(OIDCAuthenticationCallbackView):
     """The provider's answer: the library checks the state against the session and takes the nonce and PKCE
-    verifier from it (once: a replayed answer finds nothing), then the backend trades the code for tokens."""
+    verifier from it (once: a replayed answer finds nothing), then the backend trades the code for tokens at the
+    provider that state went to."""
 
     get_settings = staticmethod(setting)
 
     def get(self, request):
-        if not provider.enabled():
-            raise Http404(_("Sign-in with an institution is not set up here."))
-        # RFC 9207: a provider that says who answered must be ours (a mix-up of providers is refused).
-        if "iss" in request.GET and request.GET["iss"].rstrip("/") != settings.OIDC_ISSUER_URL:
+        chosen = providers.get(request.session.get(STATES, {}).get(request.GET.get("state", "")))
+        if chosen is None:
+            if not any(p.protocol == "oidc" for p in providers.all()):
+                raise Http404(_("Sign-in with an institution is not set up here."))
+            return flow.refused(request, None)
+        # RFC 9207: a provider that says who answered must be the one asked (a mix-up of providers is refused).
+        if "iss" in request.GET and request.GET["iss"].rstrip("/") != chosen.issuer:
             logger.warning("Sign-in answer from another issuer: %r", request.GET["iss"])
-            return refused(request)
-        try:
-            return super().get(request)
-        except NotPlaced as error:
-            logger.info("Sign-in of %s: %s", error.email or "someone", error.reason)
-            return problem(
-                request,
-                title=_("You are not yet in any organization of the program"),
-                message=_(
-                    "%(provider)s signed you in, but none of your groups there gives you access to an organization "
-                    "of the program. Ask your organization's admin or the program team to add you, then sign in again."
-                )
-                % {"provider": settings.OIDC_PROVIDER_NAME},
-                status=403,
-                placement=error.placement,
-                email=error.email,
-            )
-        except AccountDisabled:
-            return problem(
-                request,
-                title=_("Your account is deactivated"),
-                message=_("Your account in the portal has been deactivated. Ask the program team."),
-                status=403,
-            )
-        except (SignInRefused, SuspiciousOperation) as error:
-            logger.warning("Sign-in refused: %s", error)
-            return refused(request)
-        except provider.ProviderUnavailable:
-            return unavailable(request)
-        except requests.HTTPError as error:
-            logger.warning("Sign-in: the provider answered %s", error)
-            status = error.response.status_code if error.response is not None else 502
-            return refused(request) if 400 <= status < 500 else unavailable(request)
-        except requests.RequestException as error:
-            logger.warning("Sign-in: the provider is unreachable: %s", error)
-            return unavailable(request)
+            return flow.refused(request, chosen)
+        self.provider = chosen
+        with providers.using(chosen):
+            try:
+                return super().get(request)
+            except (services.SignInRefused, provider.ProviderUnavailable) as error:
+                return flow.failure(request, chosen, error)
+            except SuspiciousOperation as error:
+                logger.warning("Sign-in refused: %s", error)
+                return flow.refused(request, chosen)
+            except requests.HTTPError as error:
+                logger.warning("Sign-in: the provider answered %s", error)
+                status = error.response.status_code if error.response is not None else 502
+                return flow.refused(request, chosen) if 400 <= status < 500 else flow.unavailable(request, chosen)
+            except requests.RequestException as error:
+                logger.warning("Sign-in: the provider is unreachable: %s", error)
+                return flow.unavailable(request, chosen)
+
+    @property
+    def success_url(self):
+        return flow.landing(self.request, super().success_url)
+
+    def login_success(self):
+        response = super().login_success()
+        self.request.session[flow.PROVIDER] = self.provider.key
+        return response
 
     def login_failure(self):
         request = self.request
         if request.GET.get("error"):
             # The provider said no (the person cancelled, or is not allowed to use this application there).
             detail = request.GET.get("error_description") or request.GET["error"]
-            return refused(
+            return flow.refused(
                 request,
+                self.provider,
                 _("%(provider)s did not sign you in: %(detail)s")
-                % {"provider": settings.OIDC_PROVIDER_NAME, "detail": detail[:300]},
+                % {"provider": self.provider.name, "detail": detail[:300]},
             )
         if is_locked_out(request):
-            return refused(request, _("Too many failed logins from this address. Try again later."))
-        return refused(request)
+            return flow.refused(request, self.provider, _("Too many failed logins from this address. Try again later."))
+        return flow.refused(request, self.provider)
 
 
 class SignOutView(LogoutView):
@@ -156,14 +131,17 @@ class SignOutView(LogoutView):
 
     def post(self, request, *args, **kwargs):
         id_token = request.session.get("oidc_id_token")
+        signed_in_with = providers.get(request.session.get(flow.PROVIDER))
         response = super().post(request, *args, **kwargs)
-        ending = end_session_url(request, id_token) if id_token and provider.enabled() else None
+        ending = None
+        if id_token and signed_in_with is not None and signed_in_with.protocol == "oidc":
+            ending = end_session_url(request, signed_in_with, id_token)
         return HttpResponseRedirect(ending) if ending else response
 
 
-def end_session_url(request, id_token: str) -> str | None:
+def end_session_url(request, signed_in_with: providers.Provider, id_token: str) -> str | None:
     try:
-        endpoint = provider.metadata().end_session_endpoint
+        endpoint = provider.metadata(signed_in_with).end_session_endpoint
     except provider.ProviderUnavailable:
         logger.warning("Signed out of the portal only: the provider is not answering")
         return None
@@ -171,7 +149,7 @@ def end_session_url(request, id_token: str) -> str | None:
         return None
     query = {
         "id_token_hint": id_token,
-        "client_id": settings.OIDC_RP_CLIENT_ID,
+        "client_id": signed_in_with.client_id,
         "post_logout_redirect_uri": request.build_absolute_uri(reverse(settings.LOGOUT_REDIRECT_URL)),
     }
     return f"{endpoint}{'&' if '?' in endpoint else '?'}{urlencode(query)}"

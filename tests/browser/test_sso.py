@@ -62,7 +62,13 @@ def sign_in_at_provider(page, live_server, subject: str) -> None:
 
 
 def test_sign_in_places_the_person_and_the_next_sign_in_follows_their_groups(page, live_server, sso, orgs, screenshot):
-    sso.account("alice-0001", email="alice@uni.example", name="Alice Tanaka", groups=["fmportal:sakura-lab:member"])
+    sso.account(
+        "alice-0001",
+        email="alice@uni.example",
+        email_verified=True,
+        name="Alice Tanaka",
+        groups=["fmportal:sakura-lab:member"],
+    )
     page.goto(f"{live_server.url}/login/")
     assert page.locator("input[name=password]").is_visible()  # local accounts (the demo's) still sign in
     assert page.evaluate(PAGE_SCROLLS_SIDEWAYS) <= 0
@@ -81,7 +87,10 @@ def test_sign_in_places_the_person_and_the_next_sign_in_follows_their_groups(pag
     # confirming on the provider's page, of the provider (RP-Initiated Logout), which sends her back to the login
     # page. The next sign-in asks her who she is again, and follows her groups.
     sso.account(
-        "alice-0001", email="alice@uni.example", groups=["fmportal:sakura-lab:admin", "fmportal:kitsune-ai:member"]
+        "alice-0001",
+        email="alice@uni.example",
+        email_verified=True,
+        groups=["fmportal:sakura-lab:admin", "fmportal:kitsune-ai:member"],
     )
     page.locator("details.user-menu summary").click()
     page.get_by_role("button", name="Log out").click()
@@ -98,7 +107,7 @@ def test_sign_in_places_the_person_and_the_next_sign_in_follows_their_groups(pag
 
 
 def test_a_person_the_groups_place_nowhere_is_told_whom_to_ask(page, live_server, sso, orgs, screenshot):
-    sso.account("bob", email="bob@uni.example", groups=["fmportal:sakura-lab:owner"])
+    sso.account("bob", email="bob@uni.example", email_verified=True, groups=["fmportal:sakura-lab:owner"])
     sign_in_at_provider(page, live_server, "bob")
     page.wait_for_url(f"{live_server.url}/oidc/callback/**")
     assert page.get_by_role("heading", level=1).inner_text() == "You are not yet in any organization of the program"
@@ -152,7 +161,7 @@ def refused(page, live_server) -> None:
 
 
 def test_a_tampered_state_is_refused_and_creates_nothing(page, live_server, sso, orgs, screenshot):
-    sso.account("carol", email="carol@uni.example", groups=["fmportal:sakura-lab:member"])
+    sso.account("carol", email="carol@uni.example", email_verified=True, groups=["fmportal:sakura-lab:member"])
     on_return_to_portal(page, sso, live_server, lambda location: location.replace("state=", "state=x"))
     sign_in_at_provider(page, live_server, "carol")
     refused(page, live_server)
@@ -160,7 +169,7 @@ def test_a_tampered_state_is_refused_and_creates_nothing(page, live_server, sso,
 
 
 def test_an_id_token_for_another_audience_is_refused(page, live_server, sso, orgs):
-    sso.account("dave", email="dave@uni.example", groups=["fmportal:sakura-lab:member"])
+    sso.account("dave", email="dave@uni.example", email_verified=True, groups=["fmportal:sakura-lab:member"])
     sso.configure(idTokenAudience="another-application")
     sign_in_at_provider(page, live_server, "dave")
     refused(page, live_server)
@@ -168,7 +177,7 @@ def test_an_id_token_for_another_audience_is_refused(page, live_server, sso, org
 
 def test_an_expired_id_token_is_refused(page, live_server, sso, orgs, settings):
     settings.OIDC_CLOCK_SKEW_SECONDS = 0
-    sso.account("erin", email="erin@uni.example", groups=["fmportal:sakura-lab:member"])
+    sso.account("erin", email="erin@uni.example", email_verified=True, groups=["fmportal:sakura-lab:member"])
     sso.configure(idTokenTtl=1, tokenDelayMs=2100)  # a one-second token reaching the portal two seconds late
     sign_in_at_provider(page, live_server, "erin")
     refused(page, live_server)
@@ -179,7 +188,7 @@ def test_a_provider_that_goes_down_gets_a_clear_page_and_nothing_is_created(
 ):
     with running_provider(f"{live_server.url}/oidc/callback/") as provider:
         use(settings, provider)
-        provider.account("frank", email="frank@uni.example", groups=["fmportal:sakura-lab:member"])
+        provider.account("frank", email="frank@uni.example", email_verified=True, groups=["fmportal:sakura-lab:member"])
 
         def provider_goes_down(location: str) -> str:
             provider.stop()  # between the person's return and the portal's token request

@@ -41,6 +41,7 @@ def test_first_sign_in_creates_the_user_and_places_them_by_their_groups(client, 
     openid_provider.account(
         "alice-0001",
         email="alice@uni.example",
+        email_verified=True,
         preferred_username="alice",
         given_name="Alice",
         family_name="Tanaka",
@@ -76,13 +77,16 @@ def test_the_next_sign_in_follows_changed_groups_and_keeps_grants_made_in_the_po
 ):
     third = OrganizationFactory(slug="third-org")
     openid_provider.account(
-        "bob", email="bob@uni.example", groups=["fmportal:sakura-lab:member", "/fmportal/third-org/admin"]
+        "bob",
+        email="bob@uni.example",
+        email_verified=True,
+        groups=["fmportal:sakura-lab:member", "/fmportal/third-org/admin"],
     )
     sign_in(client, openid_provider, "bob")
     user = OidcIdentity.objects.get(subject="bob").user
     local = MembershipFactory(user=user, organization=kitsune, role="admin")  # an invitation, an admin's grant
 
-    openid_provider.account("bob", email="bob@uni.example", groups=["fmportal:sakura-lab:admin"])
+    openid_provider.account("bob", email="bob@uni.example", email_verified=True, groups=["fmportal:sakura-lab:admin"])
     client.logout()
     assert sign_in(client, openid_provider, "bob").status_code == 302
 
@@ -101,15 +105,33 @@ def test_an_email_change_or_a_reused_address_never_takes_over_an_account(client,
     MembershipFactory(user=owner, organization=sakura, role="admin")
     # Someone else at the provider now has Carol's old address: a new account, not Carol's.
     openid_provider.account(
-        "newcomer", email="carol@uni.example", preferred_username="carol", groups=["fmportal:sakura-lab:member"]
+        "newcomer",
+        email="carol@uni.example",
+        email_verified=True,
+        preferred_username="carol",
+        groups=["fmportal:sakura-lab:member"],
+    )
+    # No second account with Carol's address (it would block Carol's invitations): the page says whom to ask.
+    refused = sign_in(client, openid_provider, "newcomer")
+    assert refused.status_code == 409
+    assert "already has an account for carol@uni.example" in refused.content.decode()
+    assert not OidcIdentity.objects.exists() and User.objects.count() == 1
+    assert Membership.objects.get(user=owner).role == "admin"
+
+    # With another address, a new account; the same subject with a new address later is still that person.
+    openid_provider.account(
+        "newcomer",
+        email="newcomer@uni.example",
+        email_verified=True,
+        preferred_username="carol",
+        groups=["fmportal:sakura-lab:member"],
     )
     sign_in(client, openid_provider, "newcomer")
     newcomer = OidcIdentity.objects.get(subject="newcomer").user
     assert newcomer != owner and newcomer.username == "carol-2"
-    assert Membership.objects.get(user=owner).role == "admin"
-
-    # The same subject with a new address is still the same person.
-    openid_provider.account("newcomer", email="renamed@uni.example", groups=["fmportal:sakura-lab:member"])
+    openid_provider.account(
+        "newcomer", email="renamed@uni.example", email_verified=True, groups=["fmportal:sakura-lab:member"]
+    )
     client.logout()
     sign_in(client, openid_provider, "newcomer")
     assert OidcIdentity.objects.get(subject="newcomer").user == newcomer
@@ -118,20 +140,27 @@ def test_an_email_change_or_a_reused_address_never_takes_over_an_account(client,
 
 
 def test_staff_groups_give_and_take_the_staff_role_but_never_a_local_one(client, openid_provider, sakura):
-    openid_provider.account("pm", email="pm@program.example", groups=["fmportal:staff:program-manager"])
+    openid_provider.account(
+        "pm", email="pm@program.example", email_verified=True, groups=["fmportal:staff:program-manager"]
+    )
     assert sign_in(client, openid_provider, "pm")["Location"] == "/"
     user = OidcIdentity.objects.get(subject="pm").user
     assert StaffRole.objects.get(user=user).role == StaffRole.Role.PROGRAM_MANAGER
     assert client.get("/").url == "/program/"
 
     openid_provider.account(
-        "pm", email="pm@program.example", groups=["fmportal:staff:support_engineer", "fmportal:sakura-lab:member"]
+        "pm",
+        email="pm@program.example",
+        email_verified=True,
+        groups=["fmportal:staff:support_engineer", "fmportal:sakura-lab:member"],
     )
     client.logout()
     sign_in(client, openid_provider, "pm")
     assert StaffRole.objects.get(user=user).role == StaffRole.Role.SUPPORT_ENGINEER
 
-    openid_provider.account("pm", email="pm@program.example", groups=["fmportal:sakura-lab:member"])
+    openid_provider.account(
+        "pm", email="pm@program.example", email_verified=True, groups=["fmportal:sakura-lab:member"]
+    )
     client.logout()
     sign_in(client, openid_provider, "pm")
     assert not StaffRole.objects.filter(user=user).exists()
@@ -140,7 +169,9 @@ def test_staff_groups_give_and_take_the_staff_role_but_never_a_local_one(client,
 
     local = StaffRoleFactory(user=UserFactory(), role=StaffRole.Role.SUPPORT_ENGINEER)
     OidcIdentity.objects.create(user=local.user, issuer=openid_provider.issuer, subject="local-staff")
-    openid_provider.account("local-staff", email="x@program.example", groups=["fmportal:staff:program_manager"])
+    openid_provider.account(
+        "local-staff", email="x@program.example", email_verified=True, groups=["fmportal:staff:program_manager"]
+    )
     client.logout()
     sign_in(client, openid_provider, "local-staff")
     assert StaffRole.objects.get(user=local.user).role == StaffRole.Role.SUPPORT_ENGINEER
@@ -148,7 +179,10 @@ def test_staff_groups_give_and_take_the_staff_role_but_never_a_local_one(client,
 
 def test_a_person_the_groups_place_nowhere_gets_whom_to_ask_and_no_account(client, openid_provider, sakura):
     openid_provider.account(
-        "dave", email="dave@uni.example", groups=["students", "fmportal:no-such-org:admin", "fmportal:sakura-lab:owner"]
+        "dave",
+        email="dave@uni.example",
+        email_verified=True,
+        groups=["students", "fmportal:no-such-org:admin", "fmportal:sakura-lab:owner"],
     )
     response = sign_in(client, openid_provider, "dave")
 
@@ -162,9 +196,11 @@ def test_a_person_the_groups_place_nowhere_gets_whom_to_ask_and_no_account(clien
 
 
 def test_someone_whose_groups_no_longer_place_them_loses_the_grants_and_gets_the_page(client, openid_provider, sakura):
-    openid_provider.account("erin", email="erin@uni.example", groups=["fmportal:sakura-lab:member"])
+    openid_provider.account(
+        "erin", email="erin@uni.example", email_verified=True, groups=["fmportal:sakura-lab:member"]
+    )
     sign_in(client, openid_provider, "erin")
-    openid_provider.account("erin", email="erin@uni.example", groups=[])
+    openid_provider.account("erin", email="erin@uni.example", email_verified=True, groups=[])
     client.logout()
 
     response = sign_in(client, openid_provider, "erin")
@@ -175,7 +211,9 @@ def test_someone_whose_groups_no_longer_place_them_loses_the_grants_and_gets_the
 
 
 def test_a_deactivated_account_is_refused(client, openid_provider, sakura):
-    openid_provider.account("frank", email="frank@uni.example", groups=["fmportal:sakura-lab:member"])
+    openid_provider.account(
+        "frank", email="frank@uni.example", email_verified=True, groups=["fmportal:sakura-lab:member"]
+    )
     sign_in(client, openid_provider, "frank")
     User.objects.filter(username="frank").update(is_active=False)
     assert client.get("/").status_code == 302  # the session ends with the account
@@ -184,7 +222,9 @@ def test_a_deactivated_account_is_refused(client, openid_provider, sakura):
 
 
 def test_a_tampered_state_or_a_replayed_answer_is_refused_and_creates_nothing(client, openid_provider, sakura):
-    openid_provider.account("gina", email="gina@uni.example", groups=["fmportal:sakura-lab:member"])
+    openid_provider.account(
+        "gina", email="gina@uni.example", email_verified=True, groups=["fmportal:sakura-lab:member"]
+    )
     start = client.get("/oidc/authenticate/")
     back = openid_provider.answer(start["Location"], "gina", REDIRECT_URI)
     tampered = back.replace("state=", "state=x")
@@ -202,7 +242,9 @@ def test_a_tampered_state_or_a_replayed_answer_is_refused_and_creates_nothing(cl
 
 
 def test_an_id_token_for_another_audience_is_refused(client, openid_provider, sakura):
-    openid_provider.account("hana", email="hana@uni.example", groups=["fmportal:sakura-lab:member"])
+    openid_provider.account(
+        "hana", email="hana@uni.example", email_verified=True, groups=["fmportal:sakura-lab:member"]
+    )
     openid_provider.configure(idTokenAudience="another-application")
     response = sign_in(client, openid_provider, "hana")
     assert response.status_code == 400
@@ -211,7 +253,9 @@ def test_an_id_token_for_another_audience_is_refused(client, openid_provider, sa
 
 def test_an_expired_id_token_is_refused(client, openid_provider, sakura, settings):
     settings.OIDC_CLOCK_SKEW_SECONDS = 0
-    openid_provider.account("ivan", email="ivan@uni.example", groups=["fmportal:sakura-lab:member"])
+    openid_provider.account(
+        "ivan", email="ivan@uni.example", email_verified=True, groups=["fmportal:sakura-lab:member"]
+    )
     # The token lives one second and reaches the portal two seconds after it was issued.
     openid_provider.configure(idTokenTtl=1, tokenDelayMs=2100)
     response = sign_in(client, openid_provider, "ivan")
@@ -223,7 +267,7 @@ def test_a_provider_that_is_down_gets_a_clear_page_and_changes_nothing(client, o
     with running_provider(REDIRECT_URI) as provider:  # one of its own, to stop in the middle of a sign-in
         settings.OIDC_ISSUER_URL = provider.issuer
         sso_provider.forget()
-        provider.account("jun", email="jun@uni.example", groups=["fmportal:sakura-lab:member"])
+        provider.account("jun", email="jun@uni.example", email_verified=True, groups=["fmportal:sakura-lab:member"])
         start = client.get("/oidc/authenticate/")
         back = provider.answer(start["Location"], "jun", REDIRECT_URI)
     # The person comes back with a code; the provider is gone before the portal can trade it for tokens.
@@ -237,7 +281,7 @@ def test_a_provider_that_is_down_gets_a_clear_page_and_changes_nothing(client, o
 
 
 def test_api_tokens_work_for_people_who_sign_in_with_their_institution(client, openid_provider, sakura):
-    openid_provider.account("kei", email="kei@uni.example", groups=["fmportal:sakura-lab:member"])
+    openid_provider.account("kei", email="kei@uni.example", email_verified=True, groups=["fmportal:sakura-lab:member"])
     sign_in(client, openid_provider, "kei")
     user = OidcIdentity.objects.get(subject="kei").user
     _, key = create_token(user=user, name="script", expires_in_days=7, via="page")
@@ -257,7 +301,8 @@ def test_without_a_provider_the_login_page_is_the_password_form_alone(client, se
 
 def test_with_a_provider_the_login_page_offers_it_first(client, openid_provider):
     page = client.get("/login/?next=/orgs/x/").content.decode()
-    assert "Sign in with Test University" in page and 'href="/oidc/authenticate/?next=/orgs/x/"' in page
+    assert "Sign in with Test University" in page
+    assert 'href="/oidc/authenticate/?provider=oidc&amp;next=%2Forgs%2Fx%2F"' in page
     assert 'name="password"' in page
 
 
@@ -284,7 +329,9 @@ def test_an_existing_account_linked_in_admin_is_the_one_its_person_signs_in_to(c
     assert response.status_code == 302, response.content.decode()[:2000]
     client.logout()
 
-    openid_provider.account("tenant-at-uni", email="t@uni.example", groups=[])  # no groups: the local grant places
+    openid_provider.account(
+        "tenant-at-uni", email="t@uni.example", email_verified=True, groups=[]
+    )  # no groups: the local grant places
     assert sign_in(client, openid_provider, "tenant-at-uni")["Location"] == "/"
     assert client.session["_auth_user_id"] == str(tenant.pk)
     assert Membership.objects.get(user=tenant).source == GrantSource.LOCAL
@@ -296,7 +343,7 @@ def test_signing_out_ends_the_session_at_the_provider_too(client, openid_provide
     their ID token as the hint; once they confirm there, the provider's session is over too, and it sends them
     back to the portal's login page. The next "Sign in with…" asks who they are again (on a shared machine, the
     next person is not signed in as them)."""
-    openid_provider.account("jun", email="jun@uni.example", groups=["fmportal:sakura-lab:member"])
+    openid_provider.account("jun", email="jun@uni.example", email_verified=True, groups=["fmportal:sakura-lab:member"])
     browser = requests.Session()  # the person's browser at the provider: its cookies are the provider's session
     start = client.get("/oidc/authenticate/")
     back = openid_provider.answer(start["Location"], "jun", REDIRECT_URI, browser=browser)
@@ -343,7 +390,7 @@ def test_password_sign_out_and_a_silent_provider_leave_the_person_signed_out_of_
     response = client.post("/logout/")
     assert (response.status_code, response["Location"]) == (302, "/login/")
 
-    openid_provider.account("jun", email="jun@uni.example", groups=["fmportal:sakura-lab:member"])
+    openid_provider.account("jun", email="jun@uni.example", email_verified=True, groups=["fmportal:sakura-lab:member"])
     sign_in(client, openid_provider, "jun")
     assert "_auth_user_id" in client.session
     settings.OIDC_ISSUER_URL = "http://127.0.0.1:9"  # nothing listens there
