@@ -44,6 +44,10 @@ OIDC_TRUST_EMAIL = env_bool("OIDC_TRUST_EMAIL", False)
 if OIDC_ISSUER_URL and not (OIDC_RP_CLIENT_ID and OIDC_RP_CLIENT_SECRET):
     raise ImproperlyConfigured("OIDC_ISSUER_URL needs OIDC_CLIENT_ID and OIDC_CLIENT_SECRET.")
 
+# A page view of someone signed in with an OpenID provider asks that provider again, silently (prompt=none), once
+# this many minutes have passed since the last answer: someone signed out or disabled there is signed out here. 0: off.
+SSO_RECHECK_MINUTES = env_int("SSO_RECHECK_MINUTES", 30)
+
 # --- Any number of providers ---------------------------------------------------------------------------------
 SSO_PROVIDERS_FILE = env("SSO_PROVIDERS_FILE")
 try:

@@ -72,6 +72,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # A session signed in with an OpenID provider is checked with it again every SSO_RECHECK_MINUTES (tenants/sso/).
+    "tenants.sso.recheck.SessionRecheckMiddleware",
     # A session that owes a second factor reaches only the pages that settle it (tenants/twofactor/).
     "tenants.twofactor.middleware.SecondFactorMiddleware",
     # Last, as django-axes asks: turns a lockout no view answered itself into a 429 (tenants/logins/lockout.py).

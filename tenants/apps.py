@@ -12,7 +12,7 @@ class TenantsConfig(AppConfig):
         from tenants.capacity import ledger  # noqa: F401 (keeps the pool ledger: signal receivers)
         from tenants.capacity.planning.reasons import AUDIT_DETAILS
         from tenants.logins import lockout  # noqa: F401 (logs each lockout: a signal receiver)
-        from tenants.sso import checks  # noqa: F401 (OIDC_GROUP_MAP's roles: a system check)
+        from tenants.sso import checks, sessions  # noqa: F401 (providers and group rules: system checks; sessions noted at sign-in)
         from tenants.twofactor import services  # noqa: F401 (a login of an account with a second factor owes it)
 
         # The audit trail's plan lines: their details in words, and the plan's page linked for those who may open it.

@@ -18,11 +18,17 @@ class MemberSerializer(api.ModelSerializer):
     name = serializers.CharField(source="user.get_full_name", read_only=True, help_text="The member's full name.")
     email = serializers.EmailField(source="user.email", read_only=True, help_text="The member's email address.")
     role = serializers.ChoiceField(choices=Membership.Role.choices, help_text=ROLE_HELP)
+    source = serializers.CharField(
+        read_only=True,
+        help_text="Where the membership came from: local (an admin or an invitation; sign-in never changes it), "
+        "sso (the groups the person's institution sends at sign-in, which each sign-in follows) or scim (an "
+        "institution's provisioning). An admin changing the role makes it local.",
+    )
 
     class Meta:
         model = Membership
-        fields = ["id", "username", "name", "email", "role", "created_at"]
-        read_only_fields = ["id", "username", "name", "email", "created_at"]
+        fields = ["id", "username", "name", "email", "role", "source", "created_at"]
+        read_only_fields = ["id", "username", "name", "email", "source", "created_at"]
         extra_kwargs = {
             "id": {"help_text": "The membership's id, in the member's URL."},
             "created_at": {"help_text": "When the person joined the organization."},

@@ -255,7 +255,7 @@ def change_role(*, user, membership: Membership, role: str) -> Membership:
     admins = _locked_admins(membership.organization)
     membership = Membership.objects.select_for_update().select_related("user", "organization").get(pk=membership.pk)
     before = membership.role
-    if before == role:
+    if before == role and membership.source == GrantSource.LOCAL:
         return membership
     if before == Membership.Role.ADMIN and admins == [membership.pk]:
         raise ValidationError(
@@ -263,14 +263,16 @@ def change_role(*, user, membership: Membership, role: str) -> Membership:
              % {"name": membership.user.get_username()}},
             code="last_admin",
         )  # fmt: skip
-    membership.role = role
-    membership.save(update_fields=["role"])
+    # The admin's choice: sign-in's groups no longer change or remove it (tenants.sso.services).
+    source_before = membership.source
+    membership.role, membership.source = role, GrantSource.LOCAL
+    membership.save(update_fields=["role", "source"])
     record_audit(
         actor=user,
         organization=membership.organization,
         action="member.role_changed",
         target=membership,
-        changes={"role": (before, role)},
+        changes={"role": (before, role)} | ({"source": (source_before, "local")} if source_before != "local" else {}),
         comment=membership.user.get_username(),
     )
     return membership

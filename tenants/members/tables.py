@@ -13,5 +13,6 @@ class MemberTable(SortedTable):
     name = Column(_("Name"), accessor="user__last_name", order_by=("user__last_name", "user__first_name"))
     email = Column(_("Email"), accessor="user__email", order_by=("user__email",))
     role = Column(_("Role"), order_by=("role", "user__username"))
+    source = Column(_("Granted by"), order_by=("source", "user__username"))
     joined = Column(_("Joined"), accessor="created_at", order_by=("created_at", "pk"))
     actions = Column("", empty_values=(), orderable=False)

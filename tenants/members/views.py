@@ -23,6 +23,7 @@ from tenants.members.forms import AccountForm, InviteForm, RoleForm
 from tenants.members.models import Invitation
 from tenants.members.tables import MemberTable
 from tenants.models import Membership
+from tenants.sso import flow, providers
 
 PAGE_SIZE = 50
 TEMPLATE = "tenants/members/member_list.html"
@@ -166,7 +167,12 @@ def accept(request, key: str):
         "invitation": invitation,
         "org": invitation.organization,
         "login_url": f"{reverse('login')}?{urlencode({'next': request.path})}",
+        # Signing in with a provider from here joins: the sign-in finds the invitation in the session.
+        "sign_in_buttons": [(p.name, p.login_url(request.path)) for p in providers.all()],
+        "password_login": settings.LOCAL_PASSWORD_LOGIN,
     }
+    if not request.user.is_authenticated:
+        flow.remember_invitation(request, key)
     if request.user.is_authenticated:
         if not services.email_matches(invitation, request.user):
             return render(request, "tenants/members/invitation.html", {**context, "wrong_person": True}, status=403)

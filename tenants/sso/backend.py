@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.utils import import_from_settings
 
-from tenants.sso import flow, provider, providers, services
+from tenants.sso import flow, provider, providers, services, sessions
 
 # mozilla-django-oidc's settings that name an endpoint → the discovery document's field giving it.
 DISCOVERED = {
@@ -146,6 +146,7 @@ class OidcBackend(OIDCAuthenticationBackend):
             if userinfo.get("sub") != payload["sub"]:  # OIDC Core 5.3.4: a mismatch must not be used
                 raise services.SignInRefused("userinfo is about another subject than the ID token")
             claims.update({k: v for k, v in userinfo.items() if k not in ID_TOKEN_ONLY})
+        self.request.session[sessions.SID] = str(payload.get("sid") or "")  # for back-channel logout
         return flow.sign_in(self.request, providers.current(), claims)
 
     def get_user(self, user_id):

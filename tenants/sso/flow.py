@@ -22,13 +22,13 @@ from django.utils.translation import gettext as _
 
 from tenants.members.models import Invitation
 from tenants.sso import provider as discovery
-from tenants.sso import services
+from tenants.sso import recheck, services, sessions
 from tenants.sso.providers import Provider
 
 logger = logging.getLogger("portal.sso")
 
 INVITATION = "sso_invitation"  # session: the key of the invitation link the person opened
-PROVIDER = "sso_provider"  # session: the provider the person signed in with (sign-out, re-checks)
+PROVIDER = sessions.PROVIDER  # session: the provider the person signed in with (sign-out, re-checks)
 NEXT = "sso_next"  # session: where to go once signed in, when sign-in decided it (an organization joined)
 BACKEND = "tenants.sso.backend.OidcBackend"  # keeps the session's user, whatever the protocol signed them in
 
@@ -47,6 +47,7 @@ def sign_in(request, provider: Provider, claims: dict):
     invitation, if any, is greeted and becomes where the person lands."""
     user, joined = services.sign_in(provider=provider, claims=claims, invitation=session_invitation(request))
     request.session[PROVIDER] = provider.key
+    recheck.mark_checked(request.session)
     if joined is not None:
         request.session.pop(INVITATION, None)
         request.session[NEXT] = reverse("org-home", args=[joined.organization.slug])

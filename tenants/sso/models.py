@@ -36,3 +36,25 @@ class OidcIdentity(models.Model):
 
     def __str__(self) -> str:
         return f"{self.subject} @ {self.issuer}"
+
+
+class SignInSession(models.Model):
+    """A session someone signed in to, kept so that it can be ended from outside the browser: when their
+    institution logs them out (back-channel logout names the provider's session id `sid`, or the person), or when
+    they are deprovisioned or deactivated (every session of the user). Written at every sign-in, password ones too
+    (tenants.sso.sessions), dropped at sign-out."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sign_in_sessions", verbose_name=_("user")
+    )
+    session_key = models.CharField(_("session"), max_length=40, unique=True)
+    provider = models.CharField(_("provider"), max_length=40, blank=True)  # its key; blank: a password sign-in
+    sid = models.CharField(_("provider's session id"), max_length=255, blank=True, db_index=True)
+    created_at = models.DateTimeField(_("signed in"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("signed-in session")
+        verbose_name_plural = _("signed-in sessions")
+
+    def __str__(self) -> str:
+        return f"{self.user_id} {self.provider or 'password'} {self.created_at:%Y-%m-%d %H:%M}"

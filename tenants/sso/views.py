@@ -17,7 +17,7 @@ from django.views.generic import View
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
 from tenants.logins.lockout import is_locked_out
-from tenants.sso import flow, provider, providers, services
+from tenants.sso import flow, provider, providers, recheck, services
 from tenants.sso.backend import setting
 
 logger = logging.getLogger("portal.sso")
@@ -47,6 +47,10 @@ class SignInView(OIDCAuthenticationRequestView):
     OIDC_RP_CLIENT_ID = property(lambda self: setting("OIDC_RP_CLIENT_ID"))
     OIDC_OP_AUTH_ENDPOINT = property(lambda self: setting("OIDC_OP_AUTHORIZATION_ENDPOINT"))
 
+    def get_extra_params(self, request):
+        # A re-check (tenants.sso.recheck) asks the provider not to show anything: it answers at once.
+        return {**super().get_extra_params(request), **({"prompt": "none"} if "recheck" in request.GET else {})}
+
     def get(self, request):
         chosen = _provider_for_start(request)
         with providers.using(chosen):
@@ -62,6 +66,8 @@ class SignInView(OIDCAuthenticationRequestView):
 
 
 MAX_STARTED = 50
+# A silent re-check's answers meaning the person is not (or no longer) signed in at the provider (OIDC Core 3.1.2.6).
+SIGNED_OUT_THERE = {"login_required", "interaction_required", "consent_required", "account_selection_required"}
 
 
 class CallbackView(OIDCAuthenticationCallbackView):
@@ -105,10 +111,24 @@ class CallbackView(OIDCAuthenticationCallbackView):
     def login_success(self):
         response = super().login_success()
         self.request.session[flow.PROVIDER] = self.provider.key
+        recheck.mark_checked(self.request.session)
         return response
 
     def login_failure(self):
         request = self.request
+        if request.GET.get("error") in SIGNED_OUT_THERE:
+            # A re-check found the person signed out (or disabled) at the provider: the library signed them out here.
+            return flow.problem(
+                request,
+                provider=self.provider,
+                title=_("You were signed out"),
+                message=_(
+                    "%(provider)s no longer has you signed in, so the portal signed you out too. Sign in again to "
+                    "go on; if %(provider)s refuses, your account there has ended: ask the program team."
+                )
+                % {"provider": self.provider.name},
+                status=401,
+            )
         if request.GET.get("error"):
             # The provider said no (the person cancelled, or is not allowed to use this application there).
             detail = request.GET.get("error_description") or request.GET["error"]

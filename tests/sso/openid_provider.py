@@ -42,8 +42,16 @@ class OpenIdProvider:
         requests.put(f"{self.issuer}/__test__/accounts/{subject}", json=claims, timeout=5).raise_for_status()
 
     def configure(self, **config) -> None:
-        """idTokenTtl (seconds), tokenDelayMs, idTokenAudience; what is not given goes back to its default."""
+        """idTokenTtl (seconds), tokenDelayMs, idTokenAudience, noKid, discoveryIssuer; what is not given goes back
+        to its default."""
         requests.put(f"{self.issuer}/__test__/config", json=config, timeout=5).raise_for_status()
+
+    def backchannel_logout(self, subject: str, sid: str = "") -> object:
+        """The provider sends its logout token for `subject` (and session `sid`) to the portal: the status the
+        provider saw ("ok" for a 200), as its own back-channel logout does."""
+        answer = requests.post(f"{self.issuer}/__test__/backchannel/{subject}", json={"sid": sid}, timeout=10)
+        answer.raise_for_status()
+        return answer.json()["status"]
 
     def sign_out(self, end_session_url: str, browser) -> str:
         """Confirm signing out on the provider's own page, as `browser`: where it then sends the person."""
@@ -85,14 +93,15 @@ class OpenIdProvider:
 
 
 @contextmanager
-def running_provider(*redirect_uris: str):
-    """The provider, its client allowed these callbacks and, after signing out, each one's site's login page."""
+def running_provider(*redirect_uris: str, backchannel_logout_uri: str = ""):
+    """The provider, its client allowed these callbacks and, after signing out, each one's site's login page (and
+    sent logout tokens at `backchannel_logout_uri`, when given)."""
     require_node_provider()
     port = free_port()
     logins = [urljoin(uri, "/login/") for uri in redirect_uris]
     env = {**os.environ, "PORT": str(port), "REDIRECT_URIS": ",".join(redirect_uris)}
     env["POST_LOGOUT_REDIRECT_URIS"] = ",".join(logins)
-    env.update(CLIENT_ID=CLIENT_ID, CLIENT_SECRET=CLIENT_SECRET)
+    env.update(CLIENT_ID=CLIENT_ID, CLIENT_SECRET=CLIENT_SECRET, BACKCHANNEL_LOGOUT_URI=backchannel_logout_uri)
     with tempfile.TemporaryDirectory(prefix="openid-provider-") as directory:
         server = start(
             "the OpenID provider",

@@ -7,9 +7,15 @@
 // Prints "listening <issuer>" once it serves discovery. Its login page is oidc-provider's own development form
 // (any password; the login typed is the account's subject). A test tells it what to do under /__test__/ (JSON):
 //   PUT /__test__/accounts/<subject>  the account's claims: {"email": …, "name": …, "groups": [...]}
-//   PUT /__test__/config              {"idTokenTtl": seconds, "tokenDelayMs": ms, "idTokenAudience": "…"}
+//   PUT /__test__/config              {"idTokenTtl": seconds, "tokenDelayMs": ms, "idTokenAudience": "…",
+//                                      "noKid": true, "discoveryIssuer": "…"}
+//   POST /__test__/backchannel/<subject>  {"sid": "…"}: the provider's own back-channel logout token for that
+//                                      account (and session), sent to BACKCHANNEL_LOGOUT_URI, as when the
+//                                      institution ends the person's sessions; answers {"status": <the portal's>}
 // idTokenAudience re-signs the ID token the token endpoint returns (with the provider's own key) for another
-// audience, as a provider serving another application would; tokenDelayMs holds the token endpoint's answer.
+// audience, as a provider serving another application would; noKid re-signs it without a key id and publishes the
+// key set without one, as a provider with a single key may; discoveryIssuer makes the discovery document name
+// another issuer (a misconfigured provider); tokenDelayMs holds the token endpoint's answer.
 import http from 'node:http';
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -23,9 +29,11 @@ const CLIENT_SECRET = process.env.CLIENT_SECRET || 'fmportal-test-secret';
 const REDIRECT_URIS = (process.env.REDIRECT_URIS || '').split(',').filter(Boolean);
 // Where the end-session endpoint may send someone signed out (RP-Initiated Logout): the portal's login page.
 const POST_LOGOUT_REDIRECT_URIS = (process.env.POST_LOGOUT_REDIRECT_URIS || '').split(',').filter(Boolean);
+// Where the provider posts logout tokens (OpenID Connect Back-Channel Logout 1.0), when set.
+const BACKCHANNEL_LOGOUT_URI = process.env.BACKCHANNEL_LOGOUT_URI || '';
 
 const accounts = new Map();
-const defaults = { idTokenTtl: 600, tokenDelayMs: 0, idTokenAudience: null };
+const defaults = { idTokenTtl: 600, tokenDelayMs: 0, idTokenAudience: null, noKid: false, discoveryIssuer: null };
 let config = { ...defaults };
 
 const { privateKey } = await jose.generateKeyPair('RS256', { extractable: true });
@@ -38,11 +46,10 @@ async function readJson(req) {
 }
 
 // Claims of an ID token the token endpoint answered, signed again by the same key with another audience.
-async function reissue(idToken, audience) {
+async function reissue(idToken, audience, noKid) {
   const claims = jose.decodeJwt(idToken);
-  return new jose.SignJWT({ ...claims, aud: audience })
-    .setProtectedHeader({ alg: 'RS256', kid: signingKey.kid, typ: 'JWT' })
-    .sign(privateKey);
+  const header = noKid ? { alg: 'RS256', typ: 'JWT' } : { alg: 'RS256', kid: signingKey.kid, typ: 'JWT' };
+  return new jose.SignJWT({ ...claims, aud: audience || claims.aud }).setProtectedHeader(header).sign(privateKey);
 }
 
 // The port is known before the provider is made: the issuer names it.
@@ -62,6 +69,9 @@ const provider = new Provider(issuer, {
       response_types: ['code'],
       token_endpoint_auth_method: 'client_secret_post',
       id_token_signed_response_alg: 'RS256',
+      ...(BACKCHANNEL_LOGOUT_URI
+        ? { backchannel_logout_uri: BACKCHANNEL_LOGOUT_URI, backchannel_logout_session_required: true }
+        : {}),
     },
   ],
   jwks: { keys: [signingKey] },
@@ -74,7 +84,10 @@ const provider = new Provider(issuer, {
     groups: ['groups'],
   },
   ttl: { IdToken: () => config.idTokenTtl },
-  features: { devInteractions: { enabled: true } },
+  features: { devInteractions: { enabled: true }, backchannelLogout: { enabled: true } },
+  // The portal under test listens on 127.0.0.1, which the provider's SSRF guard refuses: a test provider posts
+  // its logout tokens there all the same.
+  fetch: (url, { dispatcher, ...options }) => globalThis.fetch(url, options),
   async findAccount(ctx, sub) {
     const claims = accounts.get(sub);
     if (!claims) return undefined;
@@ -87,6 +100,8 @@ provider.use(async (ctx, next) => {
     const body = await readJson(ctx.req);
     if (ctx.path === '/__test__/config') {
       config = { ...defaults, ...body };
+    } else if (ctx.path.startsWith('/__test__/backchannel/')) {
+      ctx.throw(405);
     } else if (ctx.path.startsWith('/__test__/accounts/')) {
       accounts.set(decodeURIComponent(ctx.path.slice('/__test__/accounts/'.length)), body);
     } else {
@@ -95,10 +110,28 @@ provider.use(async (ctx, next) => {
     ctx.body = { ok: true };
     return;
   }
+  if (ctx.method === 'POST' && ctx.path.startsWith('/__test__/backchannel/')) {
+    const { sid } = await readJson(ctx.req);
+    const client = await provider.Client.find(CLIENT_ID);
+    client.backchannelLogoutSessionRequired = Boolean(sid);
+    try {
+      await client.backchannelLogout(decodeURIComponent(ctx.path.slice('/__test__/backchannel/'.length)), sid);
+      ctx.body = { status: 'ok' };
+    } catch (error) {
+      ctx.body = { status: error.response?.status || String(error) };
+    }
+    return;
+  }
   await next();
+  if (ctx.path === '/.well-known/openid-configuration' && config.discoveryIssuer && ctx.body) {
+    ctx.body = { ...ctx.body, issuer: config.discoveryIssuer };
+  }
+  if (ctx.path === '/jwks' && config.noKid && ctx.body?.keys) {
+    ctx.body = { keys: ctx.body.keys.map(({ kid, ...key }) => key) };
+  }
   if (ctx.path === '/token' && ctx.status === 200) {
-    if (config.idTokenAudience && ctx.body?.id_token) {
-      ctx.body = { ...ctx.body, id_token: await reissue(ctx.body.id_token, config.idTokenAudience) };
+    if ((config.idTokenAudience || config.noKid) && ctx.body?.id_token) {
+      ctx.body = { ...ctx.body, id_token: await reissue(ctx.body.id_token, config.idTokenAudience, config.noKid) };
     }
     if (config.tokenDelayMs) await sleep(config.tokenDelayMs);
   }
