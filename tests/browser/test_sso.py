@@ -206,3 +206,37 @@ def test_a_provider_that_goes_down_gets_a_clear_page_and_nothing_is_created(
     page.get_by_role("link", name="Sign in with Test University").click()
     assert page.get_by_role("heading", level=1).inner_text() == "Test University is not answering"
     sso_provider.forget()
+
+
+def test_an_invited_person_with_no_program_group_joins_from_the_link(page, live_server, sso, orgs, screenshot):
+    """The invitation is the permission to join: from its link, "Sign in with Test University" lands in the org."""
+    import re
+
+    from django.core import mail
+
+    from tenants.members.services import invite
+    from tests.factories import MembershipFactory
+
+    sakura = orgs[0]
+    admin = MembershipFactory(organization=sakura, role="admin").user
+    invite(user=admin, organization=sakura, email="alice@uni.example", role="member")
+    link = re.search(r"(/invitations/\S+/)", mail.outbox[-1].body).group(1)
+    sso.account("alice-0002", email="alice@uni.example", email_verified=True, groups=["unrelated"])
+
+    page.goto(f"{live_server.url}{link}")
+    screenshot("sso-invitation-page")
+    page.get_by_role("link", name="Sign in with Test University").click()
+    page.locator("input[name=login]").fill("alice-0002")
+    page.locator("input[name=password]").fill("any password")
+    page.get_by_role("button", name="Sign-in").click()
+    page.get_by_role("button", name="Continue").click()
+    page.wait_for_url(f"{live_server.url}/orgs/sakura-lab/")
+    assert "Welcome to Sakura Language Lab: you joined as member." in page.locator("body").inner_text()
+    screenshot("sso-invitation-joined")
+    user = OidcIdentity.objects.get(subject="alice-0002").user
+    assert list(Membership.objects.filter(user=user).values_list("organization__slug", "role", "source")) == [
+        ("sakura-lab", "member", "local")
+    ]
+    page.goto(f"{live_server.url}/orgs/sakura-lab/members/")
+    assert page.locator('tr[data-username="alice"] td[data-source="local"]').count() == 1
+    screenshot("sso-members-granted-by")
