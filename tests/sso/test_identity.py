@@ -346,3 +346,18 @@ def test_a_page_view_after_the_recheck_interval_asks_the_provider_again(client, 
     ended = client.get(location.removeprefix("http://testserver"))
     assert ended.status_code == 401 and "You were signed out" in ended.content.decode()
     assert client.get("/orgs/sakura-lab/").status_code == 302
+
+
+def test_program_staff_end_a_session_from_admin(client, openid_provider, sakura, admin_client):
+    openid_provider.account(
+        "sato", email="sato@uni.example", email_verified=True, groups=["fmportal:sakura-lab:member"]
+    )
+    sign_in_from(client, openid_provider, "/oidc/authenticate/", "sato")
+    row = SignInSession.objects.get(user__username="sato")
+    assert row.provider == "oidc" and client.get("/orgs/sakura-lab/").status_code == 200
+
+    changelist = reverse("admin:tenants_signinsession_changelist")
+    done = admin_client.post(changelist, {"action": "end_sessions", "_selected_action": [row.pk]}, follow=True)
+
+    assert "1 session ended." in done.content.decode()
+    assert client.get("/orgs/sakura-lab/").status_code == 302 and not SignInSession.objects.filter(pk=row.pk).exists()
