@@ -8,6 +8,8 @@ reads `request.htmx` itself (tests/test_pages.py keeps it so).
 
 from __future__ import annotations
 
+from functools import cached_property
+
 from django.core.paginator import Page, Paginator
 from django.db.models import QuerySet
 from django.http import HttpResponse
@@ -63,6 +65,43 @@ def sort_by(queryset: QuerySet, sorts: dict[str, tuple[str, ...]], key: str, def
 def paginate(request, rows, per_page: int, *, param: str = "page") -> Page:
     """One page of `rows`; a missing, malformed or too large page number gives the nearest page, not a 404."""
     return Paginator(rows, per_page).get_page(request.GET.get(param))
+
+
+LOOKAHEAD_PAGES = 10  # a bounded count looks this many pages past the one asked for
+
+
+class BoundedPaginator(Paginator):
+    """Pages of a list that may hold a whole table: it counts rows only up to `LOOKAHEAD_PAGES` pages past the
+    page asked for (`SELECT COUNT(*) FROM (… LIMIT n)`, an index's first rows), never the whole table. Past the
+    bound, `count_is_exact` is False and `count` is the bound plus one: the pagination then says "more than",
+    and the page after the bound is still reachable, so a reader can page on. The cost of the first page is
+    the same at 1,000 rows and at 1,000,000."""
+
+    def __init__(self, object_list, per_page, *, wanted=None, **kwargs):
+        super().__init__(object_list, per_page, **kwargs)
+        page = id_param(wanted) or 1
+        self.bound = (min(page, 10**6) + LOOKAHEAD_PAGES) * int(per_page)
+
+    @cached_property
+    def count(self) -> int:
+        if isinstance(self.object_list, QuerySet):
+            return self.object_list.order_by()[: self.bound + 1].count()
+        return min(len(self.object_list), self.bound + 1)
+
+    @property
+    def count_is_exact(self) -> bool:
+        return self.count <= self.bound
+
+    @property
+    def pages_at_least(self) -> int:
+        """Pages known to exist when the count stops at the bound (all of them full)."""
+        return self.bound // self.per_page
+
+
+def bounded_paginate(request, rows, per_page: int, *, param: str = "page") -> Page:
+    """`paginate` with a bounded count (BoundedPaginator): for lists that grow with a whole table."""
+    wanted = request.GET.get(param)
+    return BoundedPaginator(rows, per_page, wanted=wanted).get_page(wanted)
 
 
 def id_param(value) -> int | None:

@@ -21,6 +21,8 @@ from django.db.models import F, QuerySet
 from django_tables2.data import TableData
 from django_tables2.utils import OrderBy
 
+from portal.pages import BoundedPaginator
+
 
 class Column(tables.Column):
     """A header with an optional second line (its unit: "instance-h") and a numeric cell's alignment."""
@@ -75,9 +77,11 @@ class DatabaseRows(TableData):
             self.data = self.data.order_by(*fields, *self.tie_break)
 
 
-def sort_table(request, table: SortedTable, *, per_page: int | None = None) -> SortedTable:
+def sort_table(request, table: SortedTable, *, per_page: int | None = None, bounded: bool = False) -> SortedTable:
     """Apply the request's `?sort=` (one column, so every ordering is a single index's) and, given `per_page`, its
-    `?page=` — a missing, malformed or too large page number gives the nearest page, never a 404."""
+    `?page=` — a missing, malformed or too large page number gives the nearest page, never a 404. `bounded`
+    (a queryset table over a whole table's rows): the page is cut from the sorted queryset itself and its count
+    stops a few pages ahead (portal.pages.BoundedPaginator), so no request counts every row."""
     key = request.GET.get(table.prefixed_order_by_field, "")
     name = key.removeprefix("-")
     if name in table.columns and table.columns[name].orderable:
@@ -94,7 +98,12 @@ def sort_table(request, table: SortedTable, *, per_page: int | None = None) -> S
             params.pop(table.prefixed_page_field, None)
             href = "?" + params.urlencode()
         table.headers.append({"column": column, "href": href})
-    if per_page:
+    if per_page and bounded:
+        wanted = request.GET.get(table.prefixed_page_field)
+        table.paginator = BoundedPaginator(table.data.data, per_page, wanted=wanted)
+        table.page = table.paginator.get_page(wanted)
+        table.page.object_list = list(table.page.object_list)
+    elif per_page:
         table.paginator = Paginator(table.rows, per_page)
         table.page = table.paginator.get_page(request.GET.get(table.prefixed_page_field))
         # The page's objects themselves (not the library's row wrappers): our templates draw the cells from them.

@@ -5,7 +5,9 @@ of the available choices" — the same answer as one that does not exist."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
+from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 from django_filters import rest_framework as filters
 
@@ -61,3 +63,61 @@ class RowChoiceFilter(filters.ModelChoiceFilter):
         if self.describe is not None:
             field.label_from_instance = self.describe
         return field
+
+
+SUGGESTIONS = 20  # organizations offered under the search field at most
+NAME_MAX = 200  # Organization.name's max_length: anything longer names none
+
+
+def _searchable(text: str) -> bool:
+    """Text that may reach the database: printable (a NUL, which PostgreSQL refuses in any text, never does) and
+    no longer than a name."""
+    return len(text) <= NAME_MAX and text.isprintable()
+
+
+@dataclass(frozen=True)
+class OrganizationFilter:
+    """A list's organization filter, typed into a search field (a slug or a name): `text` as typed, shown back in
+    the field; `organization` the one it names ({"pk", "slug", "name"}) among those the caller may see, or None.
+    `valid` is False when text was given and names no organization the caller may see: the list is then empty
+    and says so (another tenant's organization is "no match", the same as one that does not exist)."""
+
+    text: str = ""
+    organization: dict | None = None
+    given: bool = False  # the parameter was there (even if refused before the database)
+
+    @property
+    def valid(self) -> bool:
+        return not self.given or self.organization is not None
+
+    @property
+    def slug(self) -> str:
+        return self.organization["slug"] if self.organization else ""
+
+
+def organization_filter(request, name: str = "org") -> OrganizationFilter:
+    """The organization `?org=` names, by slug or (case-insensitively) by name: one indexed query for a row,
+    never every organization."""
+    text = request.GET.get(name, "").strip()
+    if not text:
+        return OrganizationFilter()
+    if not _searchable(text):
+        return OrganizationFilter(given=True)  # refused before the database; nothing of it is shown back
+    found = list(
+        visible_organizations(request.user)
+        .filter(Q(slug=text) | Q(name__iexact=text))
+        .order_by("name")
+        .values("pk", "slug", "name")[:2]
+    )
+    found.sort(key=lambda org: org["slug"] != text)  # a slug match first
+    return OrganizationFilter(text=text, organization=found[0] if found else None, given=True)
+
+
+def organization_suggestions(user, text: str) -> list[dict]:
+    """At most SUGGESTIONS organizations the user may see whose name or slug contains `text`, by name: what the
+    search field offers while one types. A tenant only ever gets its own organizations."""
+    text = text.strip()
+    if not text or not _searchable(text):
+        return []
+    matches = visible_organizations(user).filter(Q(name__icontains=text) | Q(slug__icontains=text))
+    return list(matches.order_by("name").values("slug", "name")[:SUGGESTIONS])

@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_safe
 
-from portal.pages import choice_param, paginate
+from portal.pages import paginate, varies_on_htmx
 from portal.periods import today
 from tenants import audit_labels
 from tenants.access import (
@@ -22,6 +22,8 @@ from tenants.access import (
     visible_organizations,
 )
 from tenants.capacity.allocations import allocation_rows
+from tenants.filters import organization_filter
+from tenants.filters import organization_suggestions as organization_suggestions_for
 from tenants.models import Allocation, AuditEvent, CapacityPool, Program
 
 
@@ -89,12 +91,21 @@ def program_organizations(request):
 def audit_log(request):
     require_program_staff(request.user)
     events = AuditEvent.objects.visible_to(request.user).select_related("actor", "organization")
-    organizations = visible_organizations(request.user).order_by("name")
-    org = choice_param(request, "org", organizations.values_list("slug", flat=True))
-    if org:
-        events = events.filter(organization__slug=org)
+    org = organization_filter(request)
+    if org.organization:
+        events = events.filter(organization_id=org.organization["pk"])
     page = paginate(request, events if org.valid else events.none(), 50)
     page.object_list = list(page.object_list)
     audit_labels.link(page.object_list, request.user)
-    context = {"page": page, "org": org, "organizations": organizations}
+    context = {"page": page, "org_filter": org}
     return render(request, "tenants/audit_log.html", context, status=200 if org.valid else 400)
+
+
+@login_required
+@require_safe
+def organization_suggestions(request):
+    """The organization search field's suggestions: at most a few organizations whose name or slug holds what was
+    typed (?org=), of those the person may see — every one for program staff, a tenant's own for a tenant."""
+    suggestions = organization_suggestions_for(request.user, request.GET.get("org", ""))
+    response = render(request, "tenants/_org_suggestions.html", {"suggestions": suggestions})
+    return varies_on_htmx(response)

@@ -11,6 +11,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from portal.pagination import BoundedPageNumberPagination
 from tenants.access import is_program_manager, require
 from tenants.api import TenantScopedViewSet, organization_for_create
 from tenants.capacity.allocations import revoke_allocation
@@ -80,6 +81,7 @@ class CapacityRequestViewSet(
 
     model = CapacityRequest
     serializer_class = CapacityRequestSerializer
+    pagination_class = BoundedPageNumberPagination  # every request of the program: no COUNT(*) of the table
     filterset_class = CapacityRequestFilter
     ordering_fields = ["created_at", "submitted_at", "starts_on", "instance_count"]
 
@@ -173,6 +175,7 @@ class AllocationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Tenant
 
     model = Allocation
     serializer_class = AllocationSerializer
+    pagination_class = BoundedPageNumberPagination  # every allocation of the program: no COUNT(*) of the table
     filterset_class = AllocationFilter
     ordering_fields = ["starts_on", "ends_on", "instance_count", "created_at"]
 

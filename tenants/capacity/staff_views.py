@@ -16,10 +16,11 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from portal.forms import apply_errors
-from portal.pages import choice_param, is_fragment, paginate, render_form, render_page, varies_on_htmx
+from portal.pages import bounded_paginate, choice_param, is_fragment, render_form, render_page, varies_on_htmx
 from portal.periods import today
 from portal.tables import sort_table
 from tenants.access import is_program_manager, require_program_manager, require_program_staff, visible_organizations
+from tenants.filters import organization_filter
 from tenants.capacity import pricing
 from tenants.capacity.allocations import allocation_rows, revoke_allocation
 from tenants.capacity.charts import MAX_SERIES, pool_chart
@@ -33,6 +34,11 @@ from tenants.capacity.usage import usage
 from tenants.models import Allocation, CapacityPool, CapacityRequest
 
 PAGE_SIZE = 25
+# The allocation's own fields the allocations page reads (cells, figures, revoke button, usage accounting).
+ALLOCATION_ROW_FIELDS = (
+    "id", "organization", "pool", "instance_count", "starts_on", "ends_on", "status", "revoke_reason",
+    "revoked_at",
+)  # fmt: skip
 ORG_ALLOCATIONS_SHOWN = 5  # per review card; the rest are counted
 
 
@@ -107,7 +113,7 @@ def review_queue(request):
         .select_related("organization", "pool__instance_type", "pool__program", "created_by", "base_allocation")
         .order_by("submitted_at", "pk")
     )
-    page = paginate(request, submitted, PAGE_SIZE)
+    page = bounded_paginate(request, submitted, PAGE_SIZE)
     context = {
         "page": page,
         "rows": _review_rows(request.user, list(page.object_list)),
@@ -196,20 +202,32 @@ def pool_timeline(request, pk: int):
 
 @login_required
 def allocations(request):
-    """Program staff: every allocation, filterable, with revoke for managers."""
+    """Program staff: every allocation, filterable, with revoke for managers. The organization filter is a search
+    field (one query for the organization it names, suggestions from `organization-suggestions`), and the page
+    counts only a few pages ahead (BoundedPaginator): its queries and rows do not grow with the table."""
     require_program_staff(request.user)
-    rows = Allocation.objects.visible_to(request.user).select_related("organization", "pool__instance_type", "request")
-    organizations = visible_organizations(request.user).order_by("name")
+    rows = Allocation.objects.visible_to(request.user).select_related("organization", "pool__instance_type")
+    # What the page draws of each allocation and nothing more (the request row, the org's contact, the pool's
+    # reservation are never shown).
+    rows = rows.only(
+        *ALLOCATION_ROW_FIELDS,
+        "organization__name",
+        "organization__slug",
+        "pool__region",
+        "pool__instance_type__api_name",
+        "pool__instance_type__accelerators_per_instance",
+    )
     status = choice_param(request, "status", Allocation.Status.values)
-    org = choice_param(request, "org", organizations.values_list("slug", flat=True))
+    org = organization_filter(request)
     if status:
         rows = rows.filter(status=status)
-    if org:
-        rows = rows.filter(organization__slug=org)
-    if not (status.valid and org.valid):
+    if org.organization:
+        rows = rows.filter(organization_id=org.organization["pk"])
+    valid = status.valid and org.valid
+    if not valid:
         rows = rows.none()
     # Newest first; the columns sort (?sort=) by the allocation's own indexed fields (tests/tenants/test_indexes.py).
-    table = sort_table(request, AllocationTable(rows, order_by="-window"), per_page=PAGE_SIZE)
+    table = sort_table(request, AllocationTable(rows, order_by="-window"), per_page=PAGE_SIZE, bounded=True)
     page = table.page
     context = {
         "page": page,
@@ -217,13 +235,17 @@ def allocations(request):
         "rows": allocation_rows(page.object_list, on=today()),
         "statuses": Allocation.Status.choices,
         "status": status,
-        "org": org,
-        "organizations": organizations,
+        "org_filter": org,
+        "filtered": bool(status or org.given),
         "can_revoke": is_program_manager(request.user),
     }
-    valid = status.valid and org.valid
+    # A full page refusing a filter answers 400; an htmx fragment answers 200 so htmx swaps the message in.
     return render_page(
-        request, "tenants/allocations.html", context, fragment="allocation-rows", status=200 if valid else 400
+        request,
+        "tenants/allocations.html",
+        context,
+        fragment="allocation-rows",
+        status=200 if valid or is_fragment(request) else 400,
     )
 
 
