@@ -5,8 +5,12 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
+from portal.migration_ops import create_index_sql
+
 
 class Migration(migrations.Migration):
+    atomic = False  # the index is built concurrently on PostgreSQL (portal/migration_ops.py)
+
     dependencies = [
         ("tenants", "0017_capacity_plan"),
         ("auth", "0012_alter_user_first_name_max_length"),
@@ -45,8 +49,8 @@ class Migration(migrations.Migration):
                 "verbose_name_plural": "signed-in sessions",
             },
         ),
-        migrations.RunSQL(
+        create_index_sql(
             "CREATE UNIQUE INDEX auth_user_username_lower_uniq ON auth_user (LOWER(username))",
-            reverse_sql="DROP INDEX auth_user_username_lower_uniq",
+            name="auth_user_username_lower_uniq",
         ),
     ]

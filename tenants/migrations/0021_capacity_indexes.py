@@ -3,15 +3,19 @@ chart draws, so neither reads the table's rows of every organization (bench/capa
 
 from django.db import migrations, models
 
+from portal.migration_ops import AddIndexConcurrently
+
 
 class Migration(migrations.Migration):
+    atomic = False  # the index is built concurrently on PostgreSQL (portal/migration_ops.py)
+
     # 0018_identity is this branch's leaf; re-chained after the other engineers' 0018–0020 at merge.
     dependencies = [
         ("tenants", "0018_identity"),
     ]
 
     operations = [
-        migrations.AddIndex(
+        AddIndexConcurrently(
             model_name="allocation",
             index=models.Index(
                 fields=["pool", "organization", "starts_on"],
