@@ -23,6 +23,7 @@ from tenants.members.forms import AccountForm, InviteForm, RoleForm
 from tenants.members.models import Invitation
 from tenants.members.tables import MemberTable
 from tenants.models import Membership
+from tenants.sso import flow
 
 PAGE_SIZE = 50
 TEMPLATE = "tenants/members/member_list.html"
@@ -183,6 +184,8 @@ def accept(request, key: str):
             )
             return redirect("org-home", org_slug=invitation.organization.slug)
         return render(request, "tenants/members/invitation.html", context)
+    # A sign-in with an institution that starts from here joins the organization (tenants.sso.flow).
+    flow.remember_invitation(request, key)
     has_account = get_user_model().objects.filter(email__iexact=invitation.email).exists()
     can_create = settings.LOCAL_PASSWORD_LOGIN and not has_account
     form = AccountForm(request.POST or None, email=invitation.email) if can_create else None
