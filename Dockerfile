@@ -4,8 +4,9 @@ FROM python:3.12-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PORTAL_VAR_DIR=/app/var
 WORKDIR /app
 # pg_dump and pg_restore for `manage.py backup` / `restore` (docs/operations/backups.md): Debian's client is as new as
-# compose's PostgreSQL 16 or newer, and pg_dump reads servers older than itself.
-RUN apt-get update && apt-get install -y --no-install-recommends postgresql-client
+# compose's PostgreSQL 16 or newer, and pg_dump reads servers older than itself. xmlsec1: pysaml2 signs, verifies and
+# decrypts SAML messages with it (tenants/sso/saml/).
+RUN apt-get update && apt-get install -y --no-install-recommends postgresql-client xmlsec1
 COPY requirements.txt .
 RUN pip install --no-cache-dir -r requirements.txt
 COPY . .

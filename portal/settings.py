@@ -490,6 +490,8 @@ LOGGING = {
         }
     },
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
+    # pysaml2 logs each person's NameID and attributes at INFO, and xmlschema its schemas at every start: warnings only.
+    "loggers": {"saml2": {"level": "WARNING"}, "xmlschema": {"level": "WARNING"}},
 }
 
 

@@ -40,6 +40,13 @@ SIGNED_LINKS = {
     "password_reset_confirm": "the emailed password-reset link: an account's id and its reset token",
     "invitation": "an invitation link's key: useless once used, revoked or expired",
 }
+# Routes whose argument names a way to sign in (a provider of SSO_PROVIDERS, from settings), before anyone is signed
+# in: the same for every tenant, and no tenant's data (tests/sso/test_saml.py).
+SIGN_IN = {
+    "saml-login": "starts a SAML sign-in with the provider named",
+    "saml-acs": "where the provider posts its answer (verified by pysaml2)",
+    "saml-metadata": "the SP metadata published for the provider named",
+}
 # Routes whose argument names an object of one user's own, not of an org (an API token): another user's is a
 # 404, even in the same org. Each maps to a function making such an object for a user.
 USER_OWNED = {
@@ -111,7 +118,7 @@ def _responses(client, route: Route, org: Organization, slug_org: Organization |
     return statuses
 
 
-TENANT_ROUTES = [r for r in ROUTES if r.name not in PROGRAM_WIDE and r.name not in USER_OWNED | SIGNED_LINKS]
+TENANT_ROUTES = [r for r in ROUTES if r.name not in PROGRAM_WIDE and r.name not in USER_OWNED | SIGNED_LINKS | SIGN_IN]
 USER_ROUTES = [r for r in ROUTES if r.name in USER_OWNED]
 
 
@@ -125,6 +132,7 @@ def test_program_wide_list_names_only_existing_routes():
     assert set(PROGRAM_WIDE) <= {r.name for r in ROUTES}
     assert set(USER_OWNED) <= {r.name for r in ROUTES}
     assert set(SIGNED_LINKS) <= {r.name for r in ROUTES}
+    assert set(SIGN_IN) <= {r.name for r in ROUTES}
 
 
 def _user_route_responses(client, route: Route, owner) -> dict[str, int]:

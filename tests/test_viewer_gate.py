@@ -23,6 +23,9 @@ WRITE_METHODS = ("post", "put", "patch", "delete")
 # Routes whose write methods change nothing of an organization's: what a person does for themselves.
 NOT_ORGANIZATION_WRITES = {
     "login": "signing in",
+    "saml-login": "signing in through a SAML IdP (a GET: a redirect to the IdP)",
+    "saml-acs": "signing in through a SAML IdP (its answer, verified; the person's own account)",
+    "saml-metadata": "the SP metadata, read only",
     "logout": "signing out",
     "set_language": "the reader's own language",
     "api-token": "signing in for an API token (the token carries the person's roles: a viewer's only reads)",

@@ -99,3 +99,7 @@ function focusableScrollers() {
 document.addEventListener("DOMContentLoaded", focusableScrollers);
 document.addEventListener("htmx:afterSettle", focusableScrollers);
 window.addEventListener("resize", focusableScrollers);
+
+// A form with data-auto-submit sends itself once the page is read (SAML sign-in: the IdP's answer posted again from
+// the portal's own page, so the session cookie goes with it); its button does the same without scripts.
+document.querySelectorAll("form[data-auto-submit]").forEach((form) => form.submit());

@@ -171,8 +171,6 @@ def accept(request, key: str):
         "sign_in_buttons": [(p.name, p.login_url(request.path)) for p in providers.all()],
         "password_login": settings.LOCAL_PASSWORD_LOGIN,
     }
-    if not request.user.is_authenticated:
-        flow.remember_invitation(request, key)
     if request.user.is_authenticated:
         if not services.email_matches(invitation, request.user):
             return render(request, "tenants/members/invitation.html", {**context, "wrong_person": True}, status=403)
@@ -189,6 +187,8 @@ def accept(request, key: str):
             )
             return redirect("org-home", org_slug=invitation.organization.slug)
         return render(request, "tenants/members/invitation.html", context)
+    # A sign-in with an institution that starts from here joins the organization (tenants.sso.flow).
+    flow.remember_invitation(request, key)
     has_account = get_user_model().objects.filter(email__iexact=invitation.email).exists()
     can_create = settings.LOCAL_PASSWORD_LOGIN and not has_account
     form = AccountForm(request.POST or None, email=invitation.email) if can_create else None

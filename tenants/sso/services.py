@@ -114,11 +114,12 @@ def _sign_in(*, claims: dict, placement: Placement, invitation: Invitation | Non
         OidcIdentity.objects.select_for_update().select_related("user").filter(issuer=issuer, subject=subject).first()
     )
     email = verified_email(claims)
-    offered, invitation = invitation, _invitation_for(invitation, email)
+    opened, invitation = invitation, _invitation_for(invitation, email)
     if identity is None:
         if not organizations and placement.staff_role is None and invitation is None:
-            # Nothing to give: no account is made for someone the program has not placed nor invited.
-            raise NotPlaced(placement=placement, email=claims.get("email") or "", invitation=offered)
+            # Nothing to give: no account is made for someone the program has not placed nor invited (the
+            # invitation they opened, if any, is not theirs to accept: its page says so).
+            raise NotPlaced(placement=placement, email=claims.get("email") or "", invitation=opened)
         if email and get_user_model().objects.filter(email__iexact=email).exists():
             raise EmailTaken(email)
         with transaction.atomic():
