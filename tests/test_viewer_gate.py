@@ -27,6 +27,7 @@ NOT_ORGANIZATION_WRITES = {
     "saml-acs": "signing in through a SAML IdP (its answer, verified; the person's own account)",
     "saml-metadata": "the SP metadata, read only",
     "logout": "signing out",
+    "oidc-backchannel-logout": "a provider ending sessions, with a logout token it signed (no session, no organization)",
     "set_language": "the reader's own language",
     "api-token": "signing in for an API token (the token carries the person's roles: a viewer's only reads)",
     "account-tokens": "a person's own API tokens (a viewer's token only reads)",

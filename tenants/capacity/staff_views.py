@@ -20,7 +20,6 @@ from portal.pages import bounded_paginate, choice_param, is_fragment, render_for
 from portal.periods import today
 from portal.tables import sort_table
 from tenants.access import is_program_manager, require_program_manager, require_program_staff, visible_organizations
-from tenants.filters import organization_filter
 from tenants.capacity import pricing
 from tenants.capacity.allocations import allocation_rows, revoke_allocation
 from tenants.capacity.charts import MAX_SERIES, pool_chart
@@ -31,6 +30,7 @@ from tenants.capacity.pools import catalog_prices, largest_holders, pool_headroo
 from tenants.capacity.revocation import clusters_to_delete
 from tenants.capacity.tables import AllocationTable
 from tenants.capacity.usage import usage
+from tenants.filters import organization_filter
 from tenants.models import Allocation, CapacityPool, CapacityRequest
 
 PAGE_SIZE = 25
