@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from tenants.audit import record_audit
 from tenants.models import GrantSource, Membership, Organization, StaffRole
+from tenants.service_accounts.models import USERNAME_PREFIX as SERVICE_ACCOUNT_PREFIX
 from tenants.sso.mapping import Placement, place
 from tenants.sso.models import OidcIdentity
 
@@ -111,6 +112,8 @@ def _free_username(claims: dict) -> str:
     base = re.sub(r"[^\w.@+-]", "", str(hint))[:140]
     if not base:
         base = "user-" + hashlib.sha256(f"{claims['iss']} {claims['sub']}".encode()).hexdigest()[:10]
+    if base.lower().startswith(SERVICE_ACCOUNT_PREFIX):  # reserved for service accounts
+        base = f"user-{base}"
     taken = set(User.objects.filter(username__istartswith=base).values_list("username", flat=True))
     taken = {name.lower() for name in taken}
     candidate, n = base, 1
