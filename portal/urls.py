@@ -11,6 +11,7 @@ from tenants.capacity.planning import api as planning_api
 from tenants.logins.views import LoginView
 from tenants.members import api as members_api
 from tenants.members import views as members_views
+from tenants.service_accounts import api as service_accounts_api
 from tenants.sso.views import SignOutView
 from tenants.tokens import api as tokens_api
 from workloads.clusters import api as clusters_api
@@ -30,6 +31,16 @@ router.register(
 )
 router.register(
     r"organizations/(?P<org_slug>[^/.]+)/invitations", members_api.InvitationViewSet, basename="organization-invitation"
+)
+router.register(
+    r"organizations/(?P<org_slug>[^/.]+)/service-accounts",
+    service_accounts_api.ServiceAccountViewSet,
+    basename="organization-service-account",
+)
+router.register(
+    r"organizations/(?P<org_slug>[^/.]+)/service-accounts/(?P<service_account_id>[^/.]+)/tokens",
+    service_accounts_api.ServiceAccountTokenViewSet,
+    basename="organization-service-account-token",
 )
 router.register("instance-types", tenants_api.InstanceTypeViewSet, basename="instance-type")
 router.register("pools", capacity_api.CapacityPoolViewSet, basename="pool")
@@ -74,6 +85,7 @@ urlpatterns = [
     path("", include("tenants.twofactor.urls")),
     path("", include("tenants.tokens.urls")),
     path("", include("tenants.members.urls")),
+    path("", include("tenants.service_accounts.urls")),
     path("invitations/<str:key>/", members_views.accept, name="invitation"),
     path("", include("tenants.urls")),
     path("", include("workloads.urls")),

@@ -129,6 +129,12 @@ class OrgAccess:
         return (self.membership is not None and self.membership.is_admin) or self.is_staff
 
     @property
+    def can_manage_service_accounts(self) -> bool:
+        # Create, change, disable and enable them, make and revoke their tokens: whoever manages the members. A
+        # service account is never admin (tenants.service_accounts.services), so it manages neither.
+        return self.can_manage_members
+
+    @property
     def can_request_capacity(self) -> bool:
         # Capacity is asked for by the organization's own members; program staff decide, they do not ask.
         return self.acts

@@ -12,6 +12,7 @@ from django.db import models
 from django.utils.formats import number_format
 from django.utils.text import capfirst
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 ACTIONS = {
     "request.created": _("created the request"),
@@ -39,13 +40,30 @@ ACTIONS = {
     "member.joined": _("joined through an invitation"),
     "member.role_changed": _("changed a member's role"),
     "member.removed": _("removed a member"),
+    "service_account.created": _("created a service account"),
+    "service_account.changed": _("changed a service account"),
+    "service_account.disabled": _("disabled a service account and revoked its tokens"),
+    "service_account.enabled": _("enabled a service account again"),
+    "service_account.token_created": _("created a service account's token"),
+    "service_account.token_revoked": _("revoked a service account's token"),
 }
 # Object type (model name) → the name of the URL pattern showing one of them by its id.
 PAGES: dict[str, str] = {"capacityplan": "capacity-plan-page"}
 # Object type → who may open its page, where not every program staff member may: the others read its name unlinked.
 READERS: dict[str, Callable] = {}
 # Object type → what its events' details that are not the model's fields are called: key → (label, {value: words}).
-DETAILS: dict[str, dict[str, tuple[str, dict | None]]] = {}
+DETAILS: dict[str, dict[str, tuple[str, dict | None]]] = {
+    "serviceaccount": {
+        "role": (
+            _("Role"),
+            {
+                "member": pgettext_lazy("membership role", "Member"),
+                "viewer": pgettext_lazy("membership role", "Viewer"),
+            },
+        ),
+        "tokens_revoked": (_("Tokens revoked"), None),
+    },
+}
 # How people number requests, allocations and plans: R-13, A-13, P-13. The tables count from 1, so a bare "#13"
 # named different things; the letter says which, on every page, email and audit line.
 NUMBER_PREFIXES = {"capacityrequest": "R-", "allocation": "A-", "capacityplan": "P-"}

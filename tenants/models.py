@@ -217,6 +217,12 @@ class Organization(models.Model):
         return self.name
 
 
+class MembershipQuerySet(models.QuerySet):
+    def people(self) -> MembershipQuerySet:
+        """People's memberships: a service account's (tenants.service_accounts) is managed on its own page."""
+        return self.filter(user__service_account__isnull=True)
+
+
 class Membership(models.Model):
     class Role(models.TextChoices):
         ADMIN = "admin", pgettext_lazy("membership role", "Admin")
@@ -234,6 +240,8 @@ class Membership(models.Model):
     # sign-in, which then also change or remove it (tenants/sso/). Sign-in never touches a grant made here.
     source = models.CharField(_("granted by"), max_length=8, choices=GrantSource.choices, default=GrantSource.LOCAL)
     created_at = models.DateTimeField(_("joined at"), auto_now_add=True)
+
+    objects = MembershipQuerySet.as_manager()
 
     class Meta:
         ordering = ["organization__name", "user__username"]
@@ -591,4 +599,5 @@ class AuditEvent(models.Model):
 from tenants.capacity.models import CapacityPlan, PoolDay  # noqa: E402, F401
 from tenants.logins.models import PasswordResetRequest  # noqa: E402, F401
 from tenants.members.models import Invitation  # noqa: E402, F401
+from tenants.service_accounts.models import ServiceAccount  # noqa: E402, F401
 from tenants.tokens.models import ApiToken  # noqa: E402, F401

@@ -48,7 +48,7 @@ def home(request):
 def org_home(request, org_slug: str):
     access = get_org_access_or_404(request.user, org_slug)
     org = access.organization
-    members = org.memberships.select_related("user").order_by("user__username")
+    members = org.memberships.people().select_related("user").order_by("user__username")
     current = (
         Allocation.objects.for_org(org)
         .filter(status__in=[Allocation.Status.SCHEDULED, Allocation.Status.ACTIVE])

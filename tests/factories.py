@@ -18,6 +18,9 @@ from tenants.models import (
     Region,
     StaffRole,
 )
+from tenants.service_accounts.models import ServiceAccount
+from tenants.tokens.models import ApiToken
+from tenants.tokens.services import create_token
 from workloads.models import (
     Cluster,
     ClusterInstanceGroup,
@@ -369,3 +372,36 @@ class InvitationFactory(factory.django.DjangoModelFactory):
 
 
 TENANT_FACTORIES[Invitation] = InvitationFactory
+
+
+# --- Service accounts ----------------------------------------------------------------------------------------------
+
+
+class ServiceAccountFactory(factory.django.DjangoModelFactory):
+    """An enabled service account with its user (no usable password) and its membership (`role=`, default member);
+    tests of the rules create them through tenants.service_accounts.services."""
+
+    class Meta:
+        model = ServiceAccount
+        skip_postgeneration_save = True
+
+    organization = factory.SubFactory(OrganizationFactory)
+    name = factory.Sequence(lambda n: f"robot-{n}")
+    user = factory.LazyAttribute(
+        lambda a: get_user_model().objects.create_user(username=f"svc-{a.organization.slug}-{a.name}")
+    )
+
+    @factory.post_generation
+    def role(obj, create, extracted, **kwargs):
+        if create:
+            Membership.objects.create(user=obj.user, organization=obj.organization, role=extracted or "member")
+
+
+def service_account_token(organization, **kwargs) -> ApiToken:
+    """A token of a new service account of the organization (a person's own tokens are no organization's)."""
+    account = ServiceAccountFactory(organization=organization, **kwargs)
+    return create_token(user=account.user, name="script", expires_in_days=30, via=ApiToken.Via.SERVICE_ACCOUNT_API)[0]
+
+
+TENANT_FACTORIES[ServiceAccount] = ServiceAccountFactory
+TENANT_FACTORIES[ApiToken] = service_account_token

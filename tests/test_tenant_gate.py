@@ -90,24 +90,40 @@ def _tenant_model(route: Route) -> type[models.Model] | None:
     return getattr(view_class, "model", None) or getattr(route.callback, "tenant_model", None)
 
 
-def _value(route: Route, kwarg: str, org: Organization) -> str:
-    """The argument that names `org`'s object for this route."""
-    if kwarg == "org_slug":
-        return org.slug
-    if kwarg == "format":
-        return "json"
+# Arguments naming the parent of the route's object, read from that object so both name the same thing: a service
+# account's token under its account's URL (organizations/<slug>/service-accounts/<service_account_id>/tokens/<pk>/).
+PARENT_KWARGS: dict[str, Callable] = {"service_account_id": lambda token: token.user.service_account.pk}
+
+
+def _object(route: Route, kwarg: str, org: Organization) -> models.Model:
     model = _tenant_model(route)
     assert model is not None, (
         f"{route.name} takes {kwarg!r}, but this test cannot tell which tenant model it names: set `model` "
         f"on the view class (or `tenant_model` on the view function), or list it in PROGRAM_WIDE."
     )
     assert model in TENANT_FACTORIES, f"Add a factory for {model.__name__} to tests.factories.TENANT_FACTORIES."
-    return str(TENANT_FACTORIES[model](organization=org).pk)
+    return TENANT_FACTORIES[model](organization=org)
+
+
+def route_kwargs(route: Route, org: Organization) -> dict[str, str]:
+    """The arguments that name `org`'s object for this route: one object, made for it, and its parent's id."""
+    made: list[models.Model] = []
+    values = {}
+    for kwarg in route.kwargs:
+        if kwarg == "org_slug":
+            values[kwarg] = org.slug
+        elif kwarg == "format":
+            values[kwarg] = "json"
+        else:
+            if not made:
+                made.append(_object(route, kwarg, org))
+            values[kwarg] = str(PARENT_KWARGS[kwarg](made[0]) if kwarg in PARENT_KWARGS else made[0].pk)
+    return values
 
 
 def _responses(client, route: Route, org: Organization, slug_org: Organization | None = None) -> dict[str, int]:
     """Statuses of every method on the route naming `org`'s object (under `slug_org`'s slug, if given)."""
-    kwargs = {k: _value(route, k, org) for k in route.kwargs}
+    kwargs = route_kwargs(route, org)
     if slug_org is not None and "org_slug" in kwargs:
         kwargs["org_slug"] = slug_org.slug
     url = reverse(route.name, kwargs=kwargs)

@@ -17,7 +17,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from tenants.models import AuditEvent, CapacityPool, Membership
 from tests.factories import TENANT_FACTORIES, CapacityPoolFactory, MembershipFactory, OrganizationFactory
-from tests.test_tenant_gate import PROGRAM_WIDE, SKIPPED_NAMESPACES
+from tests.test_tenant_gate import PROGRAM_WIDE, SKIPPED_NAMESPACES, route_kwargs
 
 WRITE_METHODS = ("post", "put", "patch", "delete")
 # Routes whose write methods change nothing of an organization's: what a person does for themselves.
@@ -27,7 +27,7 @@ NOT_ORGANIZATION_WRITES = {
     "saml-acs": "signing in through a SAML IdP (its answer, verified; the person's own account)",
     "saml-metadata": "the SP metadata, read only",
     "logout": "signing out",
-    "oidc-backchannel-logout": "a provider ending sessions, with a logout token it signed (no session, no organization)",
+    "oidc-backchannel-logout": "a provider ending sessions with a logout token it signed (no session, no organization)",
     "set_language": "the reader's own language",
     "api-token": "signing in for an API token (the token carries the person's roles: a viewer's only reads)",
     "account-tokens": "a person's own API tokens (a viewer's token only reads)",
@@ -103,16 +103,11 @@ def _kwargs(route: Route, org) -> dict[str, str]:
         return {route.kwargs[0]: PROGRAM_WIDE_VALUES[route.name]()}
     if route.name in PROGRAM_WIDE:  # program staff's records: refused to anyone else before the lookup
         return {kwarg: "1" for kwarg in route.kwargs}
-    values = {}
     for kwarg in route.kwargs:
-        if kwarg == "org_slug":
-            values[kwarg] = org.slug
-            continue
-        model = _tenant_model(route)
-        assert model is not None, f"{route.name} takes {kwarg!r}: teach this test which object it names."
-        assert model in TENANT_FACTORIES, f"Add a factory for {model.__name__} to tests.factories.TENANT_FACTORIES."
-        values[kwarg] = str(TENANT_FACTORIES[model](organization=org).pk)
-    return values
+        if kwarg != "org_slug":
+            model = _tenant_model(route)
+            assert model is not None, f"{route.name} takes {kwarg!r}: teach this test which object it names."
+    return route_kwargs(route, org)  # one object of the org, and its parent's id where the route names it too
 
 
 def _counts() -> dict[str, int]:

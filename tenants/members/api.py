@@ -40,7 +40,11 @@ class OrganizationChildViewSet(viewsets.GenericViewSet):
 
 
 @extend_schema_view(
-    list=extend_schema(parameters=[ORG_SLUG], description="The organization's members, sorted by username."),
+    list=extend_schema(
+        parameters=[ORG_SLUG],
+        description="The organization's members (people: its service accounts are under service-accounts/), sorted "
+        "by username.",
+    ),
     retrieve=extend_schema(parameters=[ORG_SLUG]),
     partial_update=extend_schema(
         parameters=[ORG_SLUG],
@@ -64,7 +68,7 @@ class MemberViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Organizati
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # the schema generator: no organization in the URL
             return Membership.objects.none()
-        return self.org_access().organization.memberships.select_related("user")
+        return self.org_access().organization.memberships.people().select_related("user")
 
     def partial_update(self, request, *args, **kwargs):
         membership = self.get_object()  # another org's: 404

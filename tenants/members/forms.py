@@ -5,6 +5,7 @@ from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.utils.translation import gettext_lazy as _
 
 from tenants.models import Membership
+from tenants.service_accounts.models import USERNAME_PREFIX as SERVICE_ACCOUNT_PREFIX
 
 
 class InviteForm(forms.Form):
@@ -32,6 +33,15 @@ class AccountForm(forms.Form):
     def __init__(self, *args, email: str = "", **kwargs):
         super().__init__(*args, **kwargs)
         self.email = email
+
+    def clean_username(self):
+        username = self.cleaned_data["username"]
+        if username.lower().startswith(SERVICE_ACCOUNT_PREFIX):
+            raise forms.ValidationError(
+                _("Usernames starting with %(prefix)s are for service accounts: choose another.")
+                % {"prefix": SERVICE_ACCOUNT_PREFIX}
+            )
+        return username
 
     def clean(self):
         data = super().clean()

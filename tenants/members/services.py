@@ -25,6 +25,7 @@ from tenants.access import OrgAccess, get_org_access_or_404, is_program_staff
 from tenants.audit import record_audit
 from tenants.members.models import Invitation
 from tenants.models import GrantSource, Membership, Organization
+from tenants.service_accounts.models import is_service_account
 from tenants.tokens.models import ApiToken
 from tenants.tokens.services import revoke_token
 
@@ -36,8 +37,22 @@ ROLES = dict(Membership.Role.choices)
 def managing_access(user, organization: Organization) -> OrgAccess:
     """The caller's access to the org if it may manage its members (403 otherwise, 404 if not its org)."""
     access = get_org_access_or_404(user, organization.slug)
-    access.require(access.can_manage_members, _("Only the organization's admins manage its members."))
+    access.require(
+        access.can_manage_members and not is_service_account(user),
+        _("Only the organization's admins manage its members."),
+    )
     return access
+
+
+def refuse_service_account(membership: Membership) -> None:
+    """A service account's membership is changed on its own page (tenants.service_accounts), which keeps it member
+    or viewer and disables rather than removes."""
+    if is_service_account(membership.user):
+        raise ValidationError(
+            _("%(name)s is a service account: change or disable it on the Service accounts page.")
+            % {"name": membership.user.get_username()},
+            code="service_account",
+        )
 
 
 def clean_role(role: str) -> str:
@@ -254,6 +269,7 @@ def change_role(*, user, membership: Membership, role: str) -> Membership:
     clean_role(role)
     admins = _locked_admins(membership.organization)
     membership = Membership.objects.select_for_update().select_related("user", "organization").get(pk=membership.pk)
+    refuse_service_account(membership)
     before = membership.role
     if before == role and membership.source == GrantSource.LOCAL:
         return membership
@@ -286,6 +302,7 @@ def remove_member(*, user, membership: Membership) -> None:
     managing_access(user, membership.organization)
     admins = _locked_admins(membership.organization)
     membership = Membership.objects.select_for_update().select_related("user", "organization").get(pk=membership.pk)
+    refuse_service_account(membership)
     if admins == [membership.pk]:
         raise ValidationError(
             _("%(name)s is the organization's last admin: make someone else admin first.")

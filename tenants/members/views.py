@@ -23,6 +23,7 @@ from tenants.members.forms import AccountForm, InviteForm, RoleForm
 from tenants.members.models import Invitation
 from tenants.members.tables import MemberTable
 from tenants.models import Membership
+from tenants.service_accounts.models import ServiceAccount
 from tenants.sso import flow, providers
 
 PAGE_SIZE = 50
@@ -31,7 +32,7 @@ TEMPLATE = "tenants/members/member_list.html"
 
 def _page(request, access, *, invite_form=None, status=200):
     org = access.organization
-    memberships = org.memberships.select_related("user")
+    memberships = org.memberships.people().select_related("user")
     table = sort_table(request, MemberTable(memberships, order_by="username"), per_page=PAGE_SIZE)
     manage = access.can_manage_members
     context = {
@@ -44,6 +45,7 @@ def _page(request, access, *, invite_form=None, status=200):
         "invitations": Invitation.objects.for_org(org).pending().select_related("invited_by") if manage else [],
         "invite_form": invite_form or InviteForm(),
         "invitation_days": settings.INVITATION_DAYS,
+        "service_accounts": ServiceAccount.objects.for_org(org).enabled().count(),
     }
     return render(request, TEMPLATE, context, status=status)
 
@@ -80,7 +82,7 @@ def _managing(request, org_slug: str, obj=None):
 
 
 def _membership(access, pk: int) -> Membership:
-    return get_object_or_404(access.organization.memberships.select_related("user", "organization"), pk=pk)
+    return get_object_or_404(access.organization.memberships.people().select_related("user", "organization"), pk=pk)
 
 
 @login_required

@@ -9,9 +9,8 @@ from portal.migration_ops import AddIndexConcurrently
 class Migration(migrations.Migration):
     atomic = False  # the index is built concurrently on PostgreSQL (portal/migration_ops.py)
 
-    # 0018_identity is this branch's leaf; re-chained after the other engineers' 0018–0020 at merge.
     dependencies = [
-        ("tenants", "0018_identity"),
+        ("tenants", "0020_service_accounts"),
     ]
 
     operations = [

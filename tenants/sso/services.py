@@ -17,6 +17,7 @@ from tenants.audit import record_audit
 from tenants.members.models import Invitation
 from tenants.members.services import join
 from tenants.models import GrantSource, Membership, Organization, StaffRole
+from tenants.service_accounts.models import USERNAME_PREFIX as SERVICE_ACCOUNT_PREFIX
 from tenants.sso.mapping import Placement, place
 from tenants.sso.models import OidcIdentity
 from tenants.sso.providers import CLAIMS, Provider
@@ -161,6 +162,8 @@ def _free_username(claims: dict) -> str:
     base = re.sub(r"[^\w.@+-]", "", str(hint))[:140]
     if not base:
         base = "user-" + hashlib.sha256(f"{claims['iss']} {claims['sub']}".encode()).hexdigest()[:10]
+    if base.lower().startswith(SERVICE_ACCOUNT_PREFIX):  # reserved for service accounts
+        base = f"user-{base}"
     taken = set(User.objects.filter(username__istartswith=base).values_list("username", flat=True))
     taken = {name.lower() for name in taken}
     candidate, n = base, 1

@@ -13,7 +13,7 @@ class ApiTokenAuthentication(TokenAuthentication):
     keyword = "Token"
 
     def authenticate_credentials(self, key: str):
-        token = ApiToken.find(key, ApiToken.objects.select_related("user"))
+        token = ApiToken.find(key, ApiToken.objects.select_related("user", "user__service_account"))
         if token is None:
             raise exceptions.AuthenticationFailed(_("Invalid token."))
         if token.revoked_at is not None:

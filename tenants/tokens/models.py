@@ -26,6 +26,9 @@ class ApiToken(HashedKey):
     class Via(models.TextChoices):
         PAGE = "page", _("API tokens page")
         API = "api", _("API (username and password)")
+        # A service account's, made by an admin of its organization (tenants.service_accounts).
+        SERVICE_ACCOUNT_PAGE = "svc-page", _("Service account page")
+        SERVICE_ACCOUNT_API = "svc-api", _("Service accounts API")
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens", verbose_name=_("user")
@@ -33,6 +36,17 @@ class ApiToken(HashedKey):
     name = models.CharField(_("name"), max_length=100)
     created_via = models.CharField(_("created on"), max_length=8, choices=Via.choices, editable=False)
     created_from = models.GenericIPAddressField(_("created from"), null=True, blank=True, editable=False)
+    # Who made it when not its owner: the admin who made a service account's token. Null for a person's own.
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        editable=False,
+        db_index=False,  # never looked up by it; an index on this existing table would lock it while built
+        verbose_name=_("created by"),
+    )
     revoked_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,

@@ -55,7 +55,10 @@ class ApiTokenSerializer(api.ModelSerializer):
                 "help_text": "The key's first characters (fmp_ and 8 more), to tell tokens apart; the key itself is "
                 "never shown again."
             },
-            "created_via": {"help_text": "page: made on the API tokens page; api: traded for username and password."},
+            "created_via": {
+                "help_text": "page: made on the API tokens page; api: traded for username and password; svc-page, "
+                "svc-api: a service account's, made by an admin of its organization on its page or through the API."
+            },
             "expires_at": {"help_text": "When the token stops working."},
             "last_used_at": {
                 "help_text": "When the token last authenticated a request (to within a minute); null if never used."

@@ -28,9 +28,10 @@ def default_name(now=None) -> str:
 
 @transaction.atomic
 def create_token(
-    *, user, name: str, expires_in_days: int, via: str, address: str | None = None
+    *, user, name: str, expires_in_days: int, via: str, address: str | None = None, created_by=None
 ) -> tuple[ApiToken, str]:
-    """A new token and its key, which is shown once and never stored."""
+    """A new token and its key, which is shown once and never stored. `created_by`: who made it for `user` (a
+    service account's admin); None when the owner made it."""
     if not 1 <= expires_in_days <= MAX_DAYS:
         raise ValidationError(
             {"expires_in_days": _("A token lasts 1 to %(max)d days.") % {"max": MAX_DAYS}}, code="expiry"
@@ -51,6 +52,7 @@ def create_token(
         expires_at=now + timedelta(days=expires_in_days),
         created_via=via,
         created_from=address,
+        created_by=created_by,
     )
     token.save()
     logger.info(
