@@ -217,12 +217,6 @@ class Organization(models.Model):
         return self.name
 
 
-class MembershipQuerySet(models.QuerySet):
-    def people(self) -> MembershipQuerySet:
-        """People's memberships: a service account's (tenants.service_accounts) is managed on its own page."""
-        return self.filter(user__service_account__isnull=True)
-
-
 class Membership(models.Model):
     class Role(models.TextChoices):
         ADMIN = "admin", pgettext_lazy("membership role", "Admin")
@@ -240,8 +234,6 @@ class Membership(models.Model):
     # sign-in, which then also change or remove it (tenants/sso/). Sign-in never touches a grant made here.
     source = models.CharField(_("granted by"), max_length=8, choices=GrantSource.choices, default=GrantSource.LOCAL)
     created_at = models.DateTimeField(_("joined at"), auto_now_add=True)
-
-    objects = MembershipQuerySet.as_manager()
 
     class Meta:
         ordering = ["organization__name", "user__username"]

@@ -25,6 +25,7 @@ from tenants.capacity.allocations import allocation_rows
 from tenants.filters import organization_filter
 from tenants.filters import organization_suggestions as organization_suggestions_for
 from tenants.models import Allocation, AuditEvent, CapacityPool, Program
+from tenants.service_accounts.models import people
 
 
 @login_required
@@ -48,7 +49,7 @@ def home(request):
 def org_home(request, org_slug: str):
     access = get_org_access_or_404(request.user, org_slug)
     org = access.organization
-    members = org.memberships.people().select_related("user").order_by("user__username")
+    members = people(org.memberships).select_related("user").order_by("user__username")
     current = (
         Allocation.objects.for_org(org)
         .filter(status__in=[Allocation.Status.SCHEDULED, Allocation.Status.ACTIVE])

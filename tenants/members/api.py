@@ -13,6 +13,7 @@ from tenants.members import services
 from tenants.members.models import Invitation
 from tenants.members.serializers import InvitationSerializer, MemberSerializer, RoleChangeSerializer
 from tenants.models import Membership
+from tenants.service_accounts.models import people
 
 ORG_SLUG = OpenApiParameter(
     "org_slug", str, OpenApiParameter.PATH, description="Slug of the organization (one of yours)."
@@ -68,7 +69,7 @@ class MemberViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Organizati
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # the schema generator: no organization in the URL
             return Membership.objects.none()
-        return self.org_access().organization.memberships.people().select_related("user")
+        return people(self.org_access().organization.memberships).select_related("user")
 
     def partial_update(self, request, *args, **kwargs):
         membership = self.get_object()  # another org's: 404

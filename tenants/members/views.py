@@ -23,7 +23,7 @@ from tenants.members.forms import AccountForm, InviteForm, RoleForm
 from tenants.members.models import Invitation
 from tenants.members.tables import MemberTable
 from tenants.models import Membership
-from tenants.service_accounts.models import ServiceAccount
+from tenants.service_accounts.models import ServiceAccount, people
 from tenants.sso import flow, providers
 
 PAGE_SIZE = 50
@@ -32,7 +32,7 @@ TEMPLATE = "tenants/members/member_list.html"
 
 def _page(request, access, *, invite_form=None, status=200):
     org = access.organization
-    memberships = org.memberships.people().select_related("user")
+    memberships = people(org.memberships).select_related("user")
     table = sort_table(request, MemberTable(memberships, order_by="username"), per_page=PAGE_SIZE)
     manage = access.can_manage_members
     context = {
@@ -82,7 +82,7 @@ def _managing(request, org_slug: str, obj=None):
 
 
 def _membership(access, pk: int) -> Membership:
-    return get_object_or_404(access.organization.memberships.people().select_related("user", "organization"), pk=pk)
+    return get_object_or_404(people(access.organization.memberships).select_related("user", "organization"), pk=pk)
 
 
 @login_required

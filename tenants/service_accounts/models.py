@@ -130,3 +130,8 @@ class ServiceAccount(models.Model):
     @property
     def state_label(self) -> str:
         return str(self.STATE_LABELS[self.state])
+
+
+def people(memberships):
+    """People's memberships among these: a service account's is managed on its own page, not among the members."""
+    return memberships.filter(user__service_account__isnull=True)
