@@ -24,8 +24,10 @@ run: $(BIN)/.installed messages
 test: $(BIN)/.installed messages
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# Every benchmark, then one table of its figures, goals and verdicts. BENCH_ARGS="--readme" also rewrites the
+# README's benchmark tables from this run; BENCH_ARGS="--tiny" checks that each still runs (what CI does).
 bench: $(BIN)/.installed messages
-	$(BIN)/python -m bench
+	$(BIN)/python -m bench $(BENCH_ARGS)
 
 # The production shape on services of its own (PostgreSQL, Redis, an AWS emulator behind a proxy), faults at
 # random for MINUTES (default 10; SEED=n reproduces a schedule, FAULTS=n sets how many): prints what held and

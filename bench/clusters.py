@@ -5,6 +5,17 @@ A cycle is what beat starts every minute: the fan-out task picks the clusters to
 out in batches; here one worker (eager, in this process) runs every batch in turn. Each cluster costs
 a describe_cluster and a list_cluster_nodes call plus the database sync of its nodes, health events
 and run intervals. The first cycle discovers every node (inserts); later cycles are the steady state.
+
+What the clusters-a-minute figure means: one worker, against an emulator in this very process (it answers each call
+in the few milliseconds measured by the bare calls, and shares the GIL with the worker). Real AWS answers each call
+in tens of milliseconds, so the bench also prints what one worker would poll against it: the measured cost of
+everything but the two calls (database sync, mapping, Celery) plus an assumed round trip per call (AWS_RTT_MS, 60 ms
+by default, BENCH_AWS_RTT_MS to change: an assumption for an HTTPS call to the SageMaker API in the portal's own
+region on a reused connection, AWS publishing no figure; not measured here). Goals, against that estimate: a batch
+of POLL_BATCH_SIZE clusters within its soft time limit, and one worker polling the program's fleet (151 nodes: the
+127 p5.48xlarge and 24 trn1.32xlarge of bench/usage.py's program, each its own cluster at worst) within beat's
+poll interval. It also prints the workers that poll 20,000 nodes a minute in clusters of this bench's shape.
+BENCH_TINY=1: 6 clusters of 3 tenants, 10 bare calls.
 """
 
 import os
@@ -14,11 +25,15 @@ import time
 from datetime import date, timedelta
 
 from bench._django import setup
+from bench._report import record, tiny
 
-CLUSTERS = 1_000
-ORGS = 12
+CLUSTERS = tiny(1_000, 6)
+ORGS = tiny(12, 3)
 WORKERS_PER_CLUSTER = 2
-BARE_CALLS = 200
+BARE_CALLS = tiny(200, 10)
+AWS_RTT_MS = float(os.environ.get("BENCH_AWS_RTT_MS", "60"))  # an assumption, see above
+FLEET_NODES = 151  # 127 p5.48xlarge + 24 trn1.32xlarge (bench/usage.py's program)
+BIG_FLEET_NODES = 20_000
 
 
 def start_emulator() -> tuple[object, str]:
@@ -202,12 +217,48 @@ def main() -> None:
         )
     print(f"{'bare describe_cluster':32}{'':>9}{bare:>12.1f}")
     print(f"{'bare describe + list_cluster_nodes':32}{'':>9}{bare_both:>12.1f}")
+    per_cluster = steady["ms"] / CLUSTERS
+    other = (steady["ms"] - steady["cloud_ms"]) / CLUSTERS
+    emulated_per_minute = 60_000 / per_cluster
     print(
-        f"\nper cluster, steady state: {steady['ms'] / CLUSTERS:.1f} ms = {steady['cloud_ms'] / CLUSTERS:.1f} ms in "
-        f"the two cloud calls (bare: {bare_both:.1f} ms) + {(steady['ms'] - steady['cloud_ms']) / CLUSTERS:.1f} ms "
-        f"database sync and task overhead; one worker covers ~{60_000 / (steady['ms'] / CLUSTERS):,.0f} clusters "
-        "a minute against this emulator (which shares the process, and its GIL, with the worker)."
+        f"\nper cluster, steady state: {per_cluster:.1f} ms = {steady['cloud_ms'] / CLUSTERS:.1f} ms in the two cloud "
+        f"calls (bare: {bare_both:.1f} ms) + {other:.1f} ms database sync and task overhead."
     )
+    print(
+        f"what that means: one worker covers ~{emulated_per_minute:,.0f} clusters a minute against this emulator, "
+        f"which answers a call in ~{bare_both / 2:.1f} ms (measured, bare) from inside this process; not against AWS."
+    )
+    from django.conf import settings
+
+    interval = float(settings.CELERY_BEAT_SCHEDULE["poll-clusters"]["schedule"])
+    soft_limit = cluster_tasks.POLL_SOFT_LIMIT
+    real = other + 2 * AWS_RTT_MS
+    real_per_minute = 60_000 / real
+    batch_seconds = batch * real / 1000
+    fleet_seconds = FLEET_NODES * real / 1000
+    nodes_per_cluster = 1 + WORKERS_PER_CLUSTER
+    big_clusters = -(-BIG_FLEET_NODES // nodes_per_cluster)
+    workers = -(-big_clusters // max(int(real_per_minute * interval / 60), 1))
+    print(
+        f"against real AWS, assuming {AWS_RTT_MS:.0f} ms a call (not measured): {other:.1f} + 2 × {AWS_RTT_MS:.0f} = "
+        f"{real:.0f} ms a cluster, ~{real_per_minute:,.0f} clusters a minute per worker; a batch of {batch} in "
+        f"{batch_seconds:.1f} s (soft limit {soft_limit} s); the program's {FLEET_NODES} nodes, one cluster each, in "
+        f"{fleet_seconds:.1f} s (poll interval {interval:.0f} s); {BIG_FLEET_NODES:,} nodes in clusters of "
+        f"{nodes_per_cluster} ({big_clusters:,} clusters) need {workers} workers polling every {interval:.0f} s."
+    )
+    record("clusters", "clusters a minute, one worker, in-process emulator", emulated_per_minute, "clusters/min",
+           "", None)  # fmt: skip
+    record("clusters", "emulator: one bare cloud call", bare_both / 2, "ms", "", None)
+    record("clusters", "non-AWS cost a cluster (sync, mapping, Celery)", other, "ms", "", None)
+    record("clusters", f"estimate, real AWS at {AWS_RTT_MS:.0f} ms a call: clusters a minute, one worker",
+           real_per_minute, "clusters/min", "", None)  # fmt: skip
+    record("clusters", f"estimate, real AWS: a batch of {batch} clusters", batch_seconds, "s",
+           f"< {soft_limit} s (the batch's soft limit)", batch_seconds < soft_limit)  # fmt: skip
+    record("clusters", f"estimate, real AWS: the program's {FLEET_NODES} nodes, one cluster each, one worker",
+           fleet_seconds, "s", f"< {interval:.0f} s (beat's poll interval)", fleet_seconds < interval)  # fmt: skip
+    record("clusters", f"estimate, real AWS: workers to poll {BIG_FLEET_NODES:,} nodes every {interval:.0f} s",
+           workers, "workers", "", None)  # fmt: skip
+    record("clusters", "run intervals per node after two cycles", intervals / nodes, "", "1", intervals == nodes)
 
 
 if __name__ == "__main__":

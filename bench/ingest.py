@@ -13,7 +13,8 @@
   /api/v1/clusters/{id}/health/ingest/ with the reporter token: the 24 posts' time and SQL queries, then again; then
   the same readings as neuron-monitor's own JSON report (the real trn1 report of tests/samples, widened to 16 devices).
 
-Times are medians of REPEAT runs (this machine's timings vary by tens of percent from run to run).
+Times are medians of REPEAT runs (this machine's timings vary by tens of percent from run to run). BENCH_TINY=1:
+200 rows, 20 nodes, 2 Trainium nodes, one run each, no Prometheus.
 """
 
 from __future__ import annotations
@@ -26,13 +27,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bench._django import measured, setup
+from bench._report import TINY, record, tiny
 
-ROWS = 10_000
-NODES = 150
+ROWS = tiny(10_000, 200)
+NODES = tiny(150, 20)
 GPUS = 8
-TRN_NODES = 24
+TRN_NODES = tiny(24, 2)
 NEURON_DEVICES = 16
-REPEAT = 3
+REPEAT = tiny(3, 1)
 
 
 def sacct_report(hosts: list[str]) -> str:
@@ -120,10 +122,14 @@ def main() -> None:
     def median(runs):
         return statistics.median(r["ms"] for r in runs)
 
-    print(f"  post 10,000 new        {median(first):8.0f} ms  {first[-1]['queries']:4d} queries")
+    ratio = median(first) / median(bare)
+    print(f"  post {ROWS:,} new        {median(first):8.0f} ms  {first[-1]['queries']:4d} queries")
     print(f"  bare bulk insert       {median(bare):8.0f} ms  {bare[-1]['queries']:4d} queries")
-    print(f"  ratio post / bare      {median(first) / median(bare):8.2f}×  (goal: within 3×)")
+    print(f"  ratio post / bare      {ratio:8.2f}×  (goal: within 3×)")
     print(f"  re-post, all known     {median(again):8.0f} ms  {again[-1]['queries']:4d} queries  (0 new rows)")
+    record("ingest", f"post {ROWS:,} sacct rows ÷ bare bulk insert", ratio, "×", "≤ 3×", ratio <= 3)
+    record("ingest", f"post {ROWS:,} sacct rows", median(first), "ms", "", None)
+    record("ingest", f"re-post {ROWS:,} known rows", median(again), "ms", "", None)
     gpu_health(cluster, nodes)
     neuron_health(org, member)
 
@@ -162,12 +168,16 @@ def exporter_text() -> None:
     print(f"\nGPU health: exporter text of {NODES} nodes × {GPUS} GPUs ({lines:,} lines), parsed and classified")
     median = statistics.median(runs)
     print(f"  all {NODES} scrapes        {median:8.0f} ms  ({median / NODES:.2f} ms a scrape)")
+    record("ingest", f"DCGM exporter text, parsed and classified ({GPUS} GPUs)", median / NODES, "ms a node", "", None)
 
 
 def gpu_health(cluster, nodes) -> None:
     exporter_text()
     print(f"\nGPU health: one Prometheus poll over {NODES} nodes × {GPUS} GPUs")
     missing = [tool for tool in ("promtool", "prometheus") if not shutil.which(tool)]
+    if TINY:
+        print("  skipped: tiny run (BENCH_TINY)")
+        return
     if missing:
         print(f"  skipped: {' and '.join(missing)} not on PATH (apt-get install prometheus)")
         return
@@ -214,6 +224,10 @@ def gpu_health(cluster, nodes) -> None:
                   f"opened {outcome.opened}, resolved {outcome.resolved}")  # fmt: skip
         print(f"  HTTP queries per poll  {http['count'] // len(runs):8d}  (whatever the number of nodes)")
         print(f"  open events afterwards {open_events:8d}  (two Xid 79)")
+        record("ingest", f"Prometheus poll, {NODES} nodes × {GPUS} GPUs", runs[0][1]["ms"], "ms", "", None)
+        record("ingest", "Prometheus poll: HTTP queries", http["count"] // len(runs), "",
+               "constant, whatever the nodes", None)  # fmt: skip
+        record("ingest", "Prometheus poll: open events (two Xid 79 planted)", open_events, "", "2", open_events == 2)
     finally:
         factory.stop_all()
 
@@ -269,8 +283,10 @@ def neuron_health(org, member) -> None:
     _token, key = issue_token(user=member, cluster=cluster, name="bench-trn1")
     client = Client(HTTP_AUTHORIZATION=f"Token {key}")
     url = f"/api/v1/clusters/{cluster.pk}/health/ingest/"
-    bodies = [neuron_text(node.instance_id, uncorrected_on=3 if n == 5 else None) for n, node in enumerate(nodes)]
-    reports = [neuron_report(node.instance_id, uncorrected_on=3 if n == 5 else None) for n, node in enumerate(nodes)]
+    planted = min(5, TRN_NODES - 1)  # the node with one uncorrected SRAM error
+    faults = [3 if n == planted else None for n in range(TRN_NODES)]
+    bodies = [neuron_text(node.instance_id, uncorrected_on=fault) for node, fault in zip(nodes, faults, strict=True)]
+    reports = [neuron_report(node.instance_id, uncorrected_on=fault) for node, fault in zip(nodes, faults, strict=True)]
     print(f"  {sum(b.count(chr(10)) for b in bodies):,} exporter lines, {sum(map(len, bodies)) / 2**20:.1f} MB; "
           f"as neuron-monitor JSON reports {sum(map(len, reports)) / 2**20:.1f} MB")  # fmt: skip
     runs = []
@@ -288,5 +304,8 @@ def neuron_health(org, member) -> None:
     for label, repeat in runs:
         ms = statistics.median(r["ms"] for r in repeat)
         print(f"  {label:22s} {ms:8.0f} ms  {repeat[-1]['queries']:4d} SQL queries  ({ms / TRN_NODES:.0f} ms a node)")
+        record("ingest", f"Neuron monitor post, {label}", ms / TRN_NODES, "ms a node", "", None)
     open_events = HealthEvent.objects.filter(cluster=cluster, resolved_at=None).count()
     print(f"  open events afterwards {open_events:8d}  (one uncorrected SRAM ECC)")
+    record("ingest", "Neuron monitor: open events (one uncorrected SRAM ECC planted)", open_events, "", "1",
+           open_events == 1)  # fmt: skip

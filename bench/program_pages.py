@@ -10,7 +10,7 @@ silent reporter, and one in twenty a request waiting for review.
 
 "cold" is the first request after emptying the cache (the usage page's charts rendered, as after each rollup; the
 process already warm; the median of three), "warm" the median of the seven requests after them.
-BENCH_PAGES_DAYS shortens the year for a quick run.
+BENCH_PAGES_DAYS shortens the year for a quick run (BENCH_TINY=1: 2 and 4 organizations, 14 days, one request).
 """
 
 import os
@@ -19,10 +19,12 @@ import time
 from datetime import timedelta
 
 from bench._django import measured, setup
+from bench._report import record, tiny
 
-SIZES = (12, 200, 2000)
-DAYS = int(os.environ.get("BENCH_PAGES_DAYS", "365"))
-COLD, WARM = 3, 7  # requests measured per page and size; their medians are printed
+SIZES = tiny((12, 200, 2000), (2, 4))
+DAYS = int(os.environ.get("BENCH_PAGES_DAYS", tiny(365, 14)))
+COLD, WARM = tiny((3, 7), (1, 1))  # requests measured per page and size; their medians are printed
+RATIO_GOAL, KB_GOAL = 1.5, 500
 HOUR = 3_600_000_000
 
 
@@ -185,6 +187,15 @@ def main() -> None:
             f"{large['cold_ms'] / small['cold_ms']:.2f}× cold (goal ≤ 1.5×); queries {small['queries']} → "
             f"{large['queries']}; {large['bytes'] / 1024:.0f} KB (goal < 500 KB)"
         )
+        span = f"{SIZES[-1]:,} ÷ {SIZES[0]} orgs"
+        for kind, key in (("warm", "ms"), ("cold", "cold_ms")):
+            ratio = large[key] / small[key]
+            record("program_pages", f"{name}, {kind}: {span}", ratio, "×", f"≤ {RATIO_GOAL}×", ratio <= RATIO_GOAL)
+        grew = large["queries"] - small["queries"]
+        record("program_pages", f"{name}: queries at {SIZES[-1]:,} orgs more than at {SIZES[0]}", grew, "", "0",
+               grew == 0)  # fmt: skip
+        kb = large["bytes"] / 1024
+        record("program_pages", f"{name}: page at {SIZES[-1]:,} orgs", kb, "KB", f"< {KB_GOAL} KB", kb < KB_GOAL)
 
 
 if __name__ == "__main__":

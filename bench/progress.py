@@ -7,7 +7,7 @@
 - The workload page and the progress API with ITERATIONS points against 1,000: medians of REPEAT requests after one
   to warm, and their SQL queries. Goal: within 1.5×, the same number of queries.
 
-BENCH_PROGRESS_ITERATIONS changes the size (the test suite runs this at a tiny one).
+BENCH_PROGRESS_ITERATIONS changes the size (BENCH_TINY=1: 1,200 iterations, one request each).
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ import time
 from datetime import UTC, datetime, timedelta
 
 from bench._django import median_get, setup
+from bench._report import record, tiny
 
-ITERATIONS = int(os.environ.get("BENCH_PROGRESS_ITERATIONS", 1_500_000))
+ITERATIONS = int(os.environ.get("BENCH_PROGRESS_ITERATIONS", tiny(1_500_000, 1_200)))
 SMALL = min(1_000, ITERATIONS)
 CHUNK_BYTES = 8 * 1024 * 1024
-REPEAT = int(os.environ.get("BENCH_REPEAT", 5))
+REPEAT = int(os.environ.get("BENCH_REPEAT", tiny(5, 1)))
 LINE = (
     "[{at}] iteration {i:>8}/ 1500000 | consumed samples: {samples:>12} | elapsed time per iteration (ms): "
     "10523.4 | throughput per GPU (TFLOP/s/GPU): 402.1 | learning rate: 3.000000E-04 | global batch size:  1024 | "
@@ -112,14 +113,12 @@ def main() -> None:
     import logging
 
     logging.disable(logging.WARNING)
-    from django.conf import settings
     from django.test import Client
 
     from tests.factories import MembershipFactory
     from workloads.training.models import ProgressPoint
     from workloads.training.services import run_for
 
-    settings.DEBUG = False  # production runs without it (its query log would hold 1.5 M statements' worth)
     start = datetime.now(UTC) - timedelta(seconds=10.5234 * ITERATIONS + 3600)
     large = workload("large-70b")
     run = run_for(workload=large, name="main", sequence_length=4096)
@@ -127,6 +126,7 @@ def main() -> None:
     seconds, lines = ingest(run, ITERATIONS, start=start)
     assert ProgressPoint.objects.filter(run=run).count() == ITERATIONS
     again, _lines = ingest(run, ITERATIONS, start=start)
+    added_again = ProgressPoint.objects.filter(run=run).count() - ITERATIONS
     scratch = run_for(workload=large, name="bare", sequence_length=4096)
     bare = bare_insert(scratch, ITERATIONS, start=start)
     ProgressPoint.objects.filter(run=scratch).delete()
@@ -135,7 +135,10 @@ def main() -> None:
     print(f"  ingest                {seconds:8.1f} s   {lines / seconds:10,.0f} lines/s")
     print(f"  bare bulk insert      {bare:8.1f} s   {ITERATIONS / bare:10,.0f} rows/s")
     print(f"  ratio ingest / bare   {ratio:8.2f}×  (goal: within 3×: {'met' if ratio <= 3 else 'NOT met'})")
-    print(f"  the same chunks again {again:8.1f} s   (all read already: 0 new points)")
+    print(f"  the same chunks again {again:8.1f} s   (all read already: {added_again} new points)")
+    record("progress", f"ingest ÷ bare bulk insert, {ITERATIONS:,} lines", ratio, "×", "≤ 3×", ratio <= 3)
+    record("progress", "ingest", lines / seconds, "lines/s", "", None)
+    record("progress", "the same chunks again: new points", added_again, "", "0", added_again == 0)
 
     small = workload("small-70b")
     small_run = run_for(workload=small, name="main", sequence_length=4096)
@@ -159,3 +162,6 @@ def main() -> None:
             f"{'met' if ratio <= 1.5 else 'NOT met'})  queries {few['queries']} / {many['queries']} "
             f"(constant: {'yes' if same else 'NO'})"
         )
+        record("progress", f"{label}, {ITERATIONS:,} ÷ {SMALL:,} points", ratio, "×", "≤ 1.5×", ratio <= 1.5)
+        record("progress", f"{label}: queries at {ITERATIONS:,} points more than at {SMALL:,}",
+               many["queries"] - few["queries"], "", "0", same)  # fmt: skip

@@ -1,11 +1,7 @@
-"""The demo's training (what `make run` shows) goes through the real parser and ingest, and is loaded once; the
-progress benchmark still runs (at a tiny size: its figures are printed by `make bench`, never asserted here)."""
+"""The demo's training (what `make run` shows) goes through the real parser and ingest, and is loaded once. That the
+progress benchmark still runs is tests/test_bench.py's (every benchmark, at a tiny size)."""
 
 from __future__ import annotations
-
-import os
-import subprocess
-import sys
 
 import pytest
 from django.core.management import call_command
@@ -27,13 +23,3 @@ def test_the_demo_training_is_two_runs_read_from_megatron_logs_once(catalog):
     assert RunStart.objects.filter(run=sakura, kind=RunStart.Kind.RESTART).count() == 1
     assert LogSource.objects.filter(run=sakura).count() == 2  # the job before the restart, and the one after
     assert sakura.points > 1_000 and sakura.implausible_points == 0
-
-
-def test_the_progress_benchmark_runs_at_a_tiny_size(tmp_path):
-    env = {**os.environ, "BENCH_PROGRESS_ITERATIONS": "1200", "BENCH_REPEAT": "1", "DATABASE_URL": ""}
-    env.pop("BENCH_DATABASE_URL", None)
-    result = subprocess.run(
-        [sys.executable, "-m", "bench", "progress"], env=env, capture_output=True, text=True, timeout=300
-    )
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    assert "lines/s" in result.stdout and "workload page" in result.stdout
