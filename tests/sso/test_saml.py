@@ -20,7 +20,7 @@ from tenants.members.services import invite
 from tenants.models import AuditEvent, Membership
 from tenants.sso.models import GrantSource, OidcIdentity
 from tenants.sso.saml import metadata as saml_metadata
-from tests.factories import MembershipFactory, OrganizationFactory
+from tests.factories import MembershipFactory, OrganizationFactory, UserFactory
 from tests.sso.saml_provider import OTHER_IDP, make_keypair, running_idp
 
 pytestmark = pytest.mark.django_db
@@ -416,6 +416,39 @@ def test_a_federations_idps_are_chosen_by_name(client, idp, settings, sakura):
     assert text.index("Other University") < text.index(idp.name)  # by name
     alice(idp)
     login = f"/saml/{KEY}/login/?idp={idp.entity_id}&next=/orgs/sakura-lab/"
+    # An IdP of the federation the provider does not vouch for: its groups place no one (it could say "admin").
+    refused = sign_in(client, idp, "alice", login=login)
+    assert refused.status_code == 403 and not Membership.objects.exists()
+    settings.SSO_PROVIDERS = [
+        provider_entry(idp, metadata_url=f"{idp.url}/federation", metadata_cert=idp.federation_cert,
+                       trusted_idps=[idp.entity_id])
+    ]  # fmt: skip
     assert sign_in(client, idp, "alice", login=login)["Location"] == "/orgs/sakura-lab/"
     assert client.get(f"/saml/{KEY}/login/?idp=https://unknown.example/idp").status_code == 404
     assert client.get(f"/saml/{KEY}/login/?idp={OTHER_IDP}").status_code == 302
+
+
+def test_an_idp_of_the_federation_cannot_pass_for_another_by_the_responses_unsigned_issuer(
+    client, idp, settings, sakura
+):
+    """The Response's own Issuer is not signed when only the assertion is: an IdP of the federation that rewrites it
+    to another IdP's name, releasing the eppn of that IdP's user, is refused (the signed assertion names it)."""
+    settings.SSO_PROVIDERS = [
+        provider_entry(idp, metadata_url=f"{idp.url}/federation", metadata_cert=idp.federation_cert)
+    ]
+    victim = UserFactory(username="victim", email="victim@other-university.example")
+    OidcIdentity.objects.create(user=victim, issuer=OTHER_IDP, subject="victim@other-university.example")
+    Membership.objects.create(user=victim, organization=sakura, role="admin", source=GrantSource.LOCAL)
+    idp.user("mallory", eduPersonPrincipalName="victim@other-university.example", isMemberOf=[])
+    idp.answer_with(sign_response=False, sign_assertion=True)
+    fields = answer(client, idp, "mallory", login=f"/saml/{KEY}/login/?idp={OTHER_IDP}")
+    xml = base64.b64decode(fields["SAMLResponse"]).decode()
+    head, cut, tail = xml.partition("Assertion ")
+    assert idp.entity_id in head and idp.entity_id in tail
+    fields["SAMLResponse"] = base64.b64encode(
+        (head.replace(idp.entity_id, OTHER_IDP, 1) + cut + tail).encode()
+    ).decode()
+
+    response = client.post(ACS, fields)
+
+    assert response.status_code == 400 and "_auth_user_id" not in client.session

@@ -54,9 +54,22 @@ def persistent_name_id(assertion) -> str | None:
     return None
 
 
-def claims_of(provider: Provider, issuer: str, assertion) -> dict:
+def vouched_for(provider: Provider, issuer: str, sole: bool) -> bool:
+    """Whether the provider's group rules and `trust_email` apply to what the IdP `issuer` releases: the IdP it is
+    fixed to (`idp_entity_id`), the only IdP of its metadata (`sole`: a company's own IdP), or one of its
+    `trusted_idps`. Any other IdP of a federation's metadata signs people
+    in as themselves, but its groups place no one and its addresses count as unverified: an IdP of the federation
+    cannot make its users staff, an organization's admins, or the invitee of an address in another domain."""
+    fixed = provider.options.get("idp_entity_id")
+    if fixed:
+        return issuer == fixed
+    return sole or issuer in (provider.options.get("trusted_idps") or [])
+
+
+def claims_of(provider: Provider, issuer: str, assertion, sole: bool = False) -> dict:
     """The claims of a verified assertion from the IdP `issuer`. No `sub` when it released no persistent identifier
-    (eduPersonPrincipalName, subject-id, pairwise-id or a persistent NameID): a transient NameID is not a person."""
+    (eduPersonPrincipalName, subject-id, pairwise-id or a persistent NameID): a transient NameID is not a person.
+    An IdP the provider does not vouch for (`vouched_for`) has its groups dropped and its address unverified."""
     attributes = released(assertion)
     claims: dict = {"iss": issuer}
     for claim, names in attribute_names(provider).items():
@@ -72,6 +85,8 @@ def claims_of(provider: Provider, issuer: str, assertion) -> dict:
         name_id = persistent_name_id(assertion)
         if name_id:
             claims["sub"] = name_id
+    if not vouched_for(provider, issuer, sole):
+        claims[provider.groups_claim], claims["email_verified"] = [], False
     if not claims.get("preferred_username"):
         eppn = next(iter(attributes.get(EPPN) or attributes.get("eduPersonPrincipalName") or []), "")
         uid = next(iter(attributes.get(UID) or attributes.get("uid") or []), "")

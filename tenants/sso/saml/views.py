@@ -114,12 +114,16 @@ def acs(request, provider: str):
         logger.warning("SAML sign-in with %s refused: %r", chosen.key, error)
         return flow.refused(request, chosen)
     start = started.get(getattr(verified, "in_response_to", None) or "")
-    issuer = verified.issuer() if verified is not None and verified.assertion is not None else None
-    if start is None or issuer != start["idp"]:
+    # Who vouches for the person is the signed assertion's issuer; the Response's own Issuer is not signed when only
+    # the assertion is, so it must agree, and both must be the IdP this session asked.
+    issuer = _assertion_issuer(verified)
+    outer = verified.issuer() if verified is not None else None
+    if start is None or issuer is None or issuer != start["idp"] or (outer and outer != issuer):
         logger.warning("SAML sign-in with %s refused: an answer from %r, not the IdP asked", chosen.key, issuer)
         return flow.refused(request, chosen)
     request.session[REQUESTS] = {rid: s for rid, s in started.items() if rid != verified.in_response_to}  # once
-    claims = claims_of(chosen, issuer, verified.assertion)
+    sole = len(set(metadata.store(chosen).identity_providers())) == 1
+    claims = claims_of(chosen, issuer, verified.assertion, sole=sole)
     if not claims.get("sub"):
         logger.warning("SAML sign-in with %s: %s released no persistent identifier", chosen.key, issuer)
         message = _(
@@ -128,6 +132,12 @@ def acs(request, provider: str):
         ) % {"provider": chosen.name}
         return flow.refused(request, chosen, message)
     return flow.finish(request, chosen, claims, start.get("next", ""))
+
+
+def _assertion_issuer(verified) -> str | None:
+    assertion = getattr(verified, "assertion", None)
+    issuer = getattr(assertion, "issuer", None)
+    return (issuer.text or "").strip() or None if issuer is not None else None
 
 
 def _why(error: StatusError) -> str:
