@@ -8,6 +8,7 @@
   never Python's RecursionError (a 500): checked on every API write before its view runs, and by `loads()` for the
   JSON a view reads itself (the ingest body, a neuron-monitor report).
 - **Shape.** A write is a JSON object: `0`, `null`, `false` or a list is a 400 (`ObjectJSONParser`).
+- **Where.** Every write under /api/ and /scim/ (SCIM provisioning, tenants/scim/: its 413 and 400 are SCIM errors).
 
 Kept apart from portal.api: DRF imports the parser classes named in its settings while rest_framework.views is being
 imported, so this module must not import rest_framework.views (portal.api does)."""
@@ -29,6 +30,11 @@ from rest_framework.utils import json
 # the stack it is called from: this limit is ours, and the same everywhere.
 MAX_JSON_DEPTH = 32
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# The paths whose writes follow these rules: the REST API, and SCIM provisioning (tenants/scim/), whose clients send
+# application/scim+json and read errors in SCIM's own format.
+API_PREFIXES = ("/api/", "/scim/")
+SCIM_PREFIX = "/scim/"
+SCIM_ERROR = "urn:ietf:params:scim:api:messages:2.0:Error"
 
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)  # a JSON string, escapes and all
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
@@ -143,20 +149,28 @@ class BodyLimitMiddleware:
         return self.get_response(request)
 
     def process_view(self, request, view_func, view_args, view_kwargs):
-        if request.method not in BODY_METHODS or not request.path.startswith("/api/"):
+        if request.method not in BODY_METHODS or not request.path.startswith(API_PREFIXES):
             return None
         limit, length = max_body_bytes(view_func), content_length(request)
         if length > limit:
-            return _answer(too_large(size=length, limit=limit))
+            return _answer(request, too_large(size=length, limit=limit))
         # Django's request.body refuses anything over DATA_UPLOAD_MAX_MEMORY_SIZE: a larger body (only the ingest's
         # may be) is checked by the view itself, through loads(), once it has read it.
         if length and _is_json(request) and length <= settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
             try:
                 check_depth(request.body)
             except exceptions.ParseError as error:
-                return _answer(error)
+                return _answer(request, error)
         return None
 
 
-def _answer(error: exceptions.APIException) -> JsonResponse:
+def _answer(request, error: exceptions.APIException) -> JsonResponse:
+    if request.path.startswith(SCIM_PREFIX):  # RFC 7644 §3.12: a SCIM client reads only SCIM's errors
+        scim_type = {"parse_error": "invalidSyntax"}.get(error.default_code)
+        body = {"schemas": [SCIM_ERROR], "status": str(error.status_code), "detail": str(error.detail)}
+        return JsonResponse(
+            body | ({"scimType": scim_type} if scim_type else {}),
+            status=error.status_code,
+            content_type="application/scim+json",
+        )
     return JsonResponse({"detail": str(error.detail)}, status=error.status_code)

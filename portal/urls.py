@@ -65,6 +65,7 @@ urlpatterns = [
     path("login/", LoginView.as_view(), name="login"),
     path("logout/", SignOutView.as_view(), name="logout"),  # and at the provider, for who signed in there
     path("", include("tenants.sso.urls")),
+    path("", include("tenants.scim.urls")),  # SCIM 2.0 provisioning: its clients' bearer tokens, no session
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),
     path("api/v1/auth/token/", tokens_api.ObtainTokenView.as_view(), name="api-token"),

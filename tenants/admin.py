@@ -85,6 +85,7 @@ class StaffRoleAdmin(admin.ModelAdmin):
 
 
 # Admin of the sub-packages: Django imports only this module.
+import tenants.scim.admin  # noqa: E402, F401
 import tenants.service_accounts.admin  # noqa: E402, F401
 import tenants.sso.admin  # noqa: E402, F401
 import tenants.tokens.admin  # noqa: E402, F401

@@ -46,6 +46,14 @@ ACTIONS = {
     "service_account.enabled": _("enabled a service account again"),
     "service_account.token_created": _("created a service account's token"),
     "service_account.token_revoked": _("revoked a service account's token"),
+    "scim.membership_granted": _("joined through provisioning (SCIM)"),
+    "scim.role_changed": _("role changed by provisioning (SCIM)"),
+    "scim.membership_removed": _("left through provisioning (SCIM)"),
+    "scim.last_admin_kept": _("kept as the organization's last admin when provisioning (SCIM) deleted the account"),
+    "scim.user_deactivated": _("account deactivated by provisioning (SCIM): tokens revoked, sessions ended"),
+    "scim.user_reactivated": _("account reactivated by provisioning (SCIM)"),
+    "scim.token_created": _("made a SCIM token"),
+    "scim.token_revoked": _("revoked a SCIM token"),
 }
 # Object type (model name) → the name of the URL pattern showing one of them by its id.
 PAGES: dict[str, str] = {"capacityplan": "capacity-plan-page"}

@@ -591,5 +591,6 @@ class AuditEvent(models.Model):
 from tenants.capacity.models import CapacityPlan, PoolDay  # noqa: E402, F401
 from tenants.logins.models import PasswordResetRequest  # noqa: E402, F401
 from tenants.members.models import Invitation  # noqa: E402, F401
+from tenants.scim.models import ScimGroup, ScimToken, ScimUser  # noqa: E402, F401
 from tenants.service_accounts.models import ServiceAccount  # noqa: E402, F401
 from tenants.tokens.models import ApiToken  # noqa: E402, F401

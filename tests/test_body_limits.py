@@ -43,7 +43,7 @@ def _walk(patterns, prefix: str = "", namespace: str = "") -> Iterator[tuple[str
 def _write_routes() -> list[tuple[str, str, str]]:
     routes = []
     for name, pattern, kwargs, callback in _walk(get_resolver().url_patterns):
-        if not pattern.lstrip("^").startswith("api/"):
+        if not pattern.lstrip("^").startswith(("api/", "scim/")):
             continue
         url = reverse(name, kwargs={kwarg: "1" for kwarg in kwargs})
         routes += [(name, method, url) for method in _methods(callback)]
@@ -51,21 +51,37 @@ def _write_routes() -> list[tuple[str, str, str]]:
 
 
 WRITE_ROUTES = _write_routes()
+SCIM_ERROR = "urn:ietf:params:scim:api:messages:2.0:Error"
+
+
+def _detail(url: str, response) -> str:
+    """The refusal's words: the API's {"detail": …}, or SCIM's error (tenants/scim/) under /scim/."""
+    body = response.json()
+    if url.startswith("/scim/"):
+        assert response["Content-Type"] == "application/scim+json"
+        assert body["schemas"] == [SCIM_ERROR] and body["status"] == str(response.status_code), body
+        return body["detail"]
+    assert set(body) == {"detail"}, body
+    return body["detail"]
+
+
 IDS = [f"{method} {name}" for name, method, _url in WRITE_ROUTES]
 
 
 def test_the_walk_finds_the_write_endpoints():
     names = {name for name, _method, _url in WRITE_ROUTES}
     assert {"api-token", "workload-list", "api-estimate", "capacity-plan-list", "cluster-jobs-ingest"} <= names, names
+    assert {"scim-users", "scim-user", "scim-groups", "scim-group"} <= names, names
     assert len(WRITE_ROUTES) >= 40  # every method of every write route, 40 today
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(("name", "method", "url"), WRITE_ROUTES, ids=IDS)
 def test_json_nested_too_deeply_is_the_same_400_everywhere(name, method, url):
-    response = APIClient().generic(method, url, DEEP, content_type="application/json")
+    content_type = "application/scim+json" if url.startswith("/scim/") else "application/json"  # SCIM's own type
+    response = APIClient().generic(method, url, DEEP, content_type=content_type)
     assert response.status_code == 400, response.content[:300]
-    assert response.json() == {"detail": TOO_DEEP}
+    assert _detail(url, response) == TOO_DEEP
 
 
 def _limit(url: str) -> int:
@@ -86,7 +102,7 @@ def test_a_body_over_the_limit_is_the_same_413_everywhere(name, method, url, con
     limit = _limit(url)
     response = APIClient().generic(method, url, b"{}", content_type=content_type, CONTENT_LENGTH=str(limit + 1))
     assert response.status_code == 413, response.content[:300]
-    detail = response.json()["detail"]
+    detail = _detail(url, response)
     megabytes = "20" if limit == INGEST_MAX_BYTES else "2.5"
     assert detail == f"The request body is {megabytes} MB; the limit is {megabytes} MB: nothing of it was read."
 

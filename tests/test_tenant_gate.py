@@ -13,6 +13,7 @@ from django.db import models
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from tenants.models import Organization
+from tenants.scim import urls as scim_urls
 from tenants.tokens.services import create_token
 from tests.factories import TENANT_FACTORIES, MembershipFactory, OrganizationFactory
 
@@ -52,6 +53,17 @@ SIGN_IN = {
 USER_OWNED = {
     "account-token-revoke": lambda user: create_token(user=user, name="t", expires_in_days=7, via="page")[0],
     "token-detail": lambda user: create_token(user=user, name="t", expires_in_days=7, via="api")[0],
+}
+# Routes of SCIM provisioning (tenants/scim/): their client is an institution's identity system with a SCIM token,
+# which acts on accounts and groups across the program, never a person; a session (any tenant's, staff's) is a 401
+# there, checked below for every SCIM route and in tests/scim/test_access.py.
+SCIM_CLIENT = {
+    "scim-resource-type": "a resource type's name: SCIM discovery, the same for every client",
+    "scim-schema": "a schema's URN: SCIM discovery, the same for every client",
+    "scim-user": "a provisioned person's SCIM id: the SCIM token's, no org's",
+    "scim-group": "a provisioned group's SCIM id: the SCIM token's, no org's",
+    "scim-collection-search": "Users or Groups: the SCIM token's search",
+    "scim-not-found": "any other path under /scim/v2/: a SCIM 404 for the token's holder",
 }
 # Django's admin is for is_staff users only and has its own permission system.
 SKIPPED_NAMESPACES = {"admin"}
@@ -134,7 +146,10 @@ def _responses(client, route: Route, org: Organization, slug_org: Organization |
     return statuses
 
 
-TENANT_ROUTES = [r for r in ROUTES if r.name not in PROGRAM_WIDE and r.name not in USER_OWNED | SIGNED_LINKS | SIGN_IN]
+TENANT_ROUTES = [
+    r for r in ROUTES if r.name not in PROGRAM_WIDE and r.name not in USER_OWNED | SIGNED_LINKS | SIGN_IN | SCIM_CLIENT
+]
+SCIM_NAMES = sorted(entry.name for entry in scim_urls.urlpatterns)  # every SCIM route, with arguments or without
 USER_ROUTES = [r for r in ROUTES if r.name in USER_OWNED]
 
 
@@ -149,6 +164,7 @@ def test_program_wide_list_names_only_existing_routes():
     assert set(USER_OWNED) <= {r.name for r in ROUTES}
     assert set(SIGNED_LINKS) <= {r.name for r in ROUTES}
     assert set(SIGN_IN) <= {r.name for r in ROUTES}
+    assert set(SCIM_CLIENT) <= {r.name for r in ROUTES}
 
 
 def _user_route_responses(client, route: Route, owner) -> dict[str, int]:
@@ -215,3 +231,22 @@ def test_anonymous_gets_nothing(client, route):
     statuses = _responses(client, route, OrganizationFactory())
     # Pages send anonymous users to log in; the API answers 401/403. Never any data.
     assert set(statuses.values()) <= {302, 401, 403, 404, 405}, f"{route.name}: {statuses}"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", SCIM_NAMES)
+def test_a_session_is_no_scim_client(client, name):
+    """With SCIM set up (a token exists), a signed-in person, program staff too, is refused (401) like anyone
+    without the token; the routes' objects belong to the SCIM client, not to an organization."""
+    from tenants.scim.tokens import issue_token
+    from tests.factories import StaffRoleFactory
+
+    issue_token(name="client")
+    pattern = next(entry.pattern for entry in scim_urls.urlpatterns if entry.name == name)
+    url = reverse(name, kwargs={k: "x" for k in pattern.regex.groupindex})
+    for user in (None, MembershipFactory().user, StaffRoleFactory().user):
+        if user is not None:
+            client.force_login(user)
+        for method in ("GET", "POST", "PUT", "PATCH", "DELETE"):
+            response = client.generic(method, url, "{}", content_type="application/scim+json")
+            assert response.status_code in (401, 405), f"{name} {method}: {response.status_code}"

@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tenants', '0018_identity'),
+        ('tenants', '0019_scim'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

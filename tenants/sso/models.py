@@ -7,10 +7,12 @@ from django.utils.translation import gettext_lazy as _
 
 
 class GrantSource(models.TextChoices):
-    """Where a membership or a staff role came from: sign-in changes and removes only its own (tenants.sso)."""
+    """Where a membership or a staff role came from: sign-in (tenants.sso) and provisioning (tenants.scim) each
+    change and remove only their own."""
 
     LOCAL = "local", _("the portal")
     SSO = "sso", _("institution sign-in")
+    SCIM = "scim", _("provisioning (SCIM)")
 
 
 class OidcIdentity(models.Model):

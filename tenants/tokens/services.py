@@ -68,7 +68,8 @@ def create_token(
 
 
 def revoke_token(*, token: ApiToken, by) -> ApiToken:
-    """Revokes `token` (the owner, or staff in Django admin); revoking twice keeps the first record."""
+    """Revokes `token` (the owner, or staff in Django admin; None: the portal itself, when SCIM deactivates the
+    account); revoking twice keeps the first record."""
     now = timezone.now()
     if ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=now, revoked_by=by):
         token.revoked_at, token.revoked_by = now, by
@@ -77,7 +78,7 @@ def revoke_token(*, token: ApiToken, by) -> ApiToken:
             token.pk,
             token.prefix,
             token.user.get_username(),
-            by.get_username(),
+            by.get_username() if by is not None else "provisioning (SCIM)",
         )
     else:
         token.refresh_from_db(fields=["revoked_at", "revoked_by"])
