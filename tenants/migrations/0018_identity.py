@@ -23,6 +23,16 @@ class Migration(migrations.Migration):
             name="email_verified",
             field=models.BooleanField(default=False, verbose_name="email verified by the provider"),
         ),
+        migrations.AlterField(
+            model_name="oidcidentity",
+            name="issuer",
+            field=models.CharField(max_length=1024, verbose_name="issuer"),
+        ),
+        migrations.AlterField(
+            model_name="oidcidentity",
+            name="subject",
+            field=models.CharField(max_length=1024, verbose_name="subject"),
+        ),
         migrations.CreateModel(
             name="SignInSession",
             fields=[

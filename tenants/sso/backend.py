@@ -81,8 +81,8 @@ class OidcBackend(OIDCAuthenticationBackend):
             keys = response.json()["keys"]
         except jwt.InvalidTokenError as error:
             raise services.SignInRefused(f"ID token unreadable: {error}") from error
-        except (ValueError, KeyError, TypeError) as error:
-            raise provider.ProviderUnavailable(f"the provider's key set is unreadable: {error}") from error
+        except (ValueError, KeyError, TypeError, requests.RequestException) as error:
+            raise provider.ProviderUnavailable(f"the provider's key set is out of reach: {error}") from error
         algorithm, kid = header.get("alg"), header.get("kid")
         candidates = []
         for jwk in keys if isinstance(keys, list) else []:

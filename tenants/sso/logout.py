@@ -2,17 +2,21 @@
 their institution disabled them) posts a logout token here, and the portal ends the matching sessions at once.
 
 The token is verified as an ID token is (tenants.sso.backend: the provider's keys, its issuer, our client as the
-audience, a recent iat) and as the specification adds (2.6): the back-channel logout event, a `sub` or a `sid`,
-no `nonce`. It names the provider's session (`sid`: the portal sessions signed in through it) or the person (`sub`:
-all their sessions signed in through that provider). Answers 200, or 400 with an OAuth error, never a page.
+audience, `exp`, an `iat` of the last MAX_AGE_SECONDS) and as the specification adds (2.6): the back-channel logout
+event, a `sub` or a `sid`, no `nonce`, and used once (its `jti`). It names the provider's session (`sid`: the
+portal sessions signed in through it) or the person (`sub`: all their sessions signed in through that provider).
+Answers 200, or 400 with an OAuth error, never a page.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import time
 
 import jwt
 from django.conf import settings
+from django.core.cache import cache
 from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
@@ -26,6 +30,7 @@ from tenants.sso.models import OidcIdentity, SignInSession
 logger = logging.getLogger("portal.sso")
 
 EVENT = "http://schemas.openid.net/event/backchannel-logout"
+MAX_AGE_SECONDS = 600  # a logout token older than this is refused, whatever its exp
 
 
 class LogoutTokenRefused(Exception):
@@ -54,7 +59,7 @@ def verify(token: str) -> tuple[providers.Provider, dict]:
                     audience=found.client_id,
                     issuer=discovery.metadata(found).issuer,
                     leeway=settings.OIDC_CLOCK_SKEW_SECONDS,
-                    options={"require": ["iss", "aud", "iat", "jti"]},
+                    options={"require": ["iss", "aud", "iat", "exp", "jti"]},
                 )
                 break
             except jwt.InvalidSignatureError:
@@ -69,13 +74,28 @@ def verify(token: str) -> tuple[providers.Provider, dict]:
         raise LogoutTokenRefused("a logout token must not carry a nonce")
     if not (claims.get("sub") or claims.get("sid")):
         raise LogoutTokenRefused("names neither a person (sub) nor a session (sid)")
+    if not isinstance(claims["iat"], (int, float)) or time.time() - claims["iat"] > MAX_AGE_SECONDS:
+        raise LogoutTokenRefused(f"issued more than {MAX_AGE_SECONDS} s ago")
+    _once(found, claims)
     return found, claims
+
+
+def _once(found: providers.Provider, claims: dict) -> None:
+    """A logout token is used once (its `jti`, remembered until it expires): a captured one sent again later would
+    end the person's newer sessions. With the cache out of reach, the token is honoured: ending sessions is the
+    safe side, and the age bound above still holds."""
+    key = "sso:logout-jti:" + hashlib.sha256(f"{found.issuer} {claims['jti']}".encode()).hexdigest()
+    seconds = max(1, int(claims["exp"] - time.time()) + settings.OIDC_CLOCK_SKEW_SECONDS)
+    if not cache.add(key, 1, timeout=seconds) and cache.get(key) is not None:
+        raise LogoutTokenRefused("this logout token was used already")
 
 
 def sessions_named(found: providers.Provider, claims: dict):
     rows = SignInSession.objects.filter(provider=found.key)
     if claims.get("sub"):
-        identity = OidcIdentity.objects.filter(issuer=found.issuer, subject=claims["sub"]).first()
+        # The identity keeps the issuer as the ID token said it (with or without a final "/").
+        issuers = {found.issuer, str(claims.get("iss") or "")}
+        identity = OidcIdentity.objects.filter(issuer__in=issuers, subject=claims["sub"]).first()
         rows = rows.filter(user_id=identity.user_id) if identity else rows.none()
     if claims.get("sid"):
         rows = rows.filter(sid=claims["sid"])

@@ -22,8 +22,8 @@ class OidcIdentity(models.Model):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="oidc_identities", verbose_name=_("user")
     )
-    issuer = models.CharField(_("issuer"), max_length=255)
-    subject = models.CharField(_("subject"), max_length=255)
+    issuer = models.CharField(_("issuer"), max_length=1024)  # an OpenID issuer, or a SAML IdP's entity id
+    subject = models.CharField(_("subject"), max_length=1024)  # `sub`, or eduPersonPrincipalName / a NameID
     email = models.EmailField(_("email at last sign-in"), blank=True)
     # Whether the provider vouched for that address (email_verified, or a provider trusted for addresses): only a
     # verified address is kept on the account and matched with an invitation (tenants.members.services).

@@ -18,11 +18,13 @@ from tenants.members.models import Invitation
 from tenants.members.services import join
 from tenants.models import GrantSource, Membership, Organization, StaffRole
 from tenants.service_accounts.models import USERNAME_PREFIX as SERVICE_ACCOUNT_PREFIX
+from tenants.service_accounts.models import is_service_account
 from tenants.sso.mapping import Placement, place
 from tenants.sso.models import OidcIdentity
 from tenants.sso.providers import CLAIMS, Provider
 
 logger = logging.getLogger("portal.sso")
+MAX_ID = 1024  # OidcIdentity's issuer and subject: SAML entity ids and persistent NameIDs run long
 
 
 class SignInRefused(Exception):
@@ -78,6 +80,8 @@ def sign_in(*, provider: Provider, claims: dict, invitation: Invitation | None =
     the invitation is pending and addressed to the person's verified email: the invitation is the permission to
     join. Returns (user, membership joined or None). NotPlaced when the person has nothing here."""
     claims = normalize(provider, claims)
+    if not (0 < len(str(claims.get("iss") or "")) <= MAX_ID and 0 < len(str(claims.get("sub") or "")) <= MAX_ID):
+        raise SignInRefused(f"an issuer and a subject of 1 to {MAX_ID} characters are needed")
     placement = place(claims, provider)
     try:
         user, joined = _sign_in(claims=claims, placement=placement, invitation=invitation)
@@ -130,6 +134,8 @@ def _sign_in(*, claims: dict, placement: Placement, invitation: Invitation | Non
     user = identity.user
     if not user.is_active:
         raise AccountDisabled()
+    if is_service_account(user):  # linked by hand in admin: a machine user never signs in with a provider
+        raise SignInRefused(f"{user.get_username()} is a service account")
     _update_profile(user, claims, email)
     identity.email, identity.email_verified = (claims.get("email") or "")[:254], bool(email)
     identity.last_login = timezone.now()

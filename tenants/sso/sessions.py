@@ -23,6 +23,12 @@ PROVIDER = "sso_provider"  # session: the key of the provider signed in with (te
 
 @receiver(user_logged_in, dispatch_uid="tenants.sso.sessions.note")
 def note(sender, request, user, **kwargs):
+    note_session(request, user)
+
+
+def note_session(request, user) -> None:
+    """Records (or brings up to date) this request's session as `user`'s, with the provider and its session id
+    now in it: at every sign-in, and after a provider's re-check that did not sign anyone in again."""
     session = getattr(request, "session", None)
     if session is None or not session.session_key:
         return

@@ -17,7 +17,7 @@ from django.views.generic import View
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
 from tenants.logins.lockout import is_locked_out
-from tenants.sso import flow, provider, providers, recheck, services
+from tenants.sso import flow, provider, providers, recheck, services, sessions
 from tenants.sso.backend import setting
 
 logger = logging.getLogger("portal.sso")
@@ -112,6 +112,8 @@ class CallbackView(OIDCAuthenticationCallbackView):
         response = super().login_success()
         self.request.session[flow.PROVIDER] = self.provider.key
         recheck.mark_checked(self.request.session)
+        self.request.session.save()  # its key, for the record (a re-check of the same person keeps the session)
+        sessions.note_session(self.request, self.user)  # the provider's session id of this sign-in or re-check
         return response
 
     def login_failure(self):

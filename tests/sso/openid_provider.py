@@ -48,9 +48,11 @@ class OpenIdProvider:
 
     def backchannel_logout(self, subject: str, sid: str = "") -> object:
         """The provider sends its logout token for `subject` (and session `sid`) to the portal: the status the
-        provider saw ("ok" for a 200), as its own back-channel logout does."""
+        provider saw ("ok" for a 200), as its own back-channel logout does. The token sent is kept
+        (`last_logout_token`), for a test to send it again."""
         answer = requests.post(f"{self.issuer}/__test__/backchannel/{subject}", json={"sid": sid}, timeout=10)
         answer.raise_for_status()
+        self.last_logout_token = answer.json()["logout_token"]
         return answer.json()["status"]
 
     def sign_out(self, end_session_url: str, browser) -> str:

@@ -11,7 +11,8 @@
 //                                      "noKid": true, "discoveryIssuer": "…"}
 //   POST /__test__/backchannel/<subject>  {"sid": "…"}: the provider's own back-channel logout token for that
 //                                      account (and session), sent to BACKCHANNEL_LOGOUT_URI, as when the
-//                                      institution ends the person's sessions; answers {"status": <the portal's>}
+//                                      institution ends the person's sessions; answers {"status": <the portal's>,
+//                                      "logout_token": <the token sent>}
 // idTokenAudience re-signs the ID token the token endpoint returns (with the provider's own key) for another
 // audience, as a provider serving another application would; noKid re-signs it without a key id and publishes the
 // key set without one, as a provider with a single key may; discoveryIssuer makes the discovery document name
@@ -33,6 +34,7 @@ const POST_LOGOUT_REDIRECT_URIS = (process.env.POST_LOGOUT_REDIRECT_URIS || '').
 const BACKCHANNEL_LOGOUT_URI = process.env.BACKCHANNEL_LOGOUT_URI || '';
 
 const accounts = new Map();
+let lastLogoutToken = null; // the last logout token sent, for a test to send again (a replay)
 const defaults = { idTokenTtl: 600, tokenDelayMs: 0, idTokenAudience: null, noKid: false, discoveryIssuer: null };
 let config = { ...defaults };
 
@@ -87,7 +89,10 @@ const provider = new Provider(issuer, {
   features: { devInteractions: { enabled: true }, backchannelLogout: { enabled: true } },
   // The portal under test listens on 127.0.0.1, which the provider's SSRF guard refuses: a test provider posts
   // its logout tokens there all the same.
-  fetch: (url, { dispatcher, ...options }) => globalThis.fetch(url, options),
+  fetch: (url, { dispatcher, ...options }) => {
+    if (String(url) === BACKCHANNEL_LOGOUT_URI) lastLogoutToken = new URLSearchParams(options.body).get('logout_token');
+    return globalThis.fetch(url, options);
+  },
   async findAccount(ctx, sub) {
     const claims = accounts.get(sub);
     if (!claims) return undefined;
@@ -116,9 +121,9 @@ provider.use(async (ctx, next) => {
     client.backchannelLogoutSessionRequired = Boolean(sid);
     try {
       await client.backchannelLogout(decodeURIComponent(ctx.path.slice('/__test__/backchannel/'.length)), sid);
-      ctx.body = { status: 'ok' };
+      ctx.body = { status: 'ok', logout_token: lastLogoutToken };
     } catch (error) {
-      ctx.body = { status: error.response?.status || String(error) };
+      ctx.body = { status: error.response?.status || String(error), logout_token: lastLogoutToken };
     }
     return;
   }

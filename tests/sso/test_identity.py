@@ -295,6 +295,13 @@ def test_a_back_channel_logout_from_the_provider_ends_the_portal_session_at_once
         assert idp.backchannel_logout("leaver") == "ok"  # the person, every session of theirs
         assert not signed_in()
 
+        # The same token sent again (captured, replayed later) ends nothing: each is used once.
+        sign_in()
+        replayed = requests.post(f"{live_server.url}/oidc/backchannel-logout/",
+                                 data={"logout_token": idp.last_logout_token}, timeout=10)  # fmt: skip
+        assert replayed.status_code == 400 and "used already" in replayed.json()["error_description"]
+        assert signed_in()
+
         # A logout token the provider did not sign is refused and ends nothing.
         sign_in()
         key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -361,3 +368,24 @@ def test_program_staff_end_a_session_from_admin(client, openid_provider, sakura,
 
     assert "1 session ended." in done.content.decode()
     assert client.get("/orgs/sakura-lab/").status_code == 302 and not SignInSession.objects.filter(pk=row.pk).exists()
+
+
+def test_no_kind_of_request_goes_on_unchecked_once_the_recheck_is_due(client, openid_provider, sakura, settings):
+    settings.SSO_RECHECK_MINUTES = 30
+    openid_provider.account("kai", email="kai@uni.example", email_verified=True, groups=["fmportal:sakura-lab:member"])
+    sign_in_from(client, openid_provider, "/oidc/authenticate/", "kai")
+    session = client.session
+    session["sso_checked_at"] = 0
+    session.save()
+
+    htmx = client.get(
+        "/orgs/sakura-lab/", headers={"HX-Request": "true", "HX-Current-URL": "http://testserver/orgs/sakura-lab/?x=1"}
+    )
+    assert htmx.status_code == 204 and "recheck=1" in htmx["HX-Redirect"]
+    assert "next=%2Forgs%2Fsakura-lab%2F%3Fx%3D1" in htmx["HX-Redirect"]
+    posted = client.post("/orgs/sakura-lab/members/invite/", {"email": "x@uni.example", "role": "member"},
+                         headers={"Referer": "https://elsewhere.example/phish"})  # fmt: skip
+    assert posted.status_code == 303 and "recheck=1" in posted["Location"] and "next=%2F&" in posted["Location"]
+    api = client.get("/api/v1/organizations/")
+    assert api.status_code == 401 and "checked again" in api.json()["detail"]
+    assert Invitation.objects.count() == 0
