@@ -27,6 +27,7 @@ from tenants.models import Membership
 from tenants.scim import schema
 from tenants.scim.grants import sync_grants
 from tenants.scim.models import ScimGroup, ScimUser
+from tenants.sso import sessions
 from tenants.tokens.models import ApiToken
 from tenants.tokens.services import revoke_token
 
@@ -107,14 +108,14 @@ def write_user(*, scim_user: ScimUser, data: schema.User, comment: str) -> ScimU
 
 
 def end_sessions(user) -> int:
-    """Deletes every session of `user`; the number deleted. Sessions live in the database (SESSION_ENGINE, Django's
-    default) and only their data names the user: each unexpired one is read. A cache-only engine cannot be listed;
-    an inactive account is refused by every authentication backend on its next request all the same."""
-    engine = import_module(settings.SESSION_ENGINE)
+    """Ends every session of `user`; the number ended. Those noted at sign-in (tenants.sso.sessions) first, found
+    by the user; with the database engine, any older one too, read from the session table (sessions made before
+    sign-ins were noted). An inactive account is refused by every authentication backend on its next request all
+    the same."""
+    ended = sessions.end_all(user)
     if not settings.SESSION_ENGINE.endswith(("db", "cached_db")):
-        logger.warning("Sessions of %s not deleted: %s cannot list them", user.get_username(), settings.SESSION_ENGINE)
-        return 0
-    ended = 0
+        return ended
+    engine = import_module(settings.SESSION_ENGINE)
     for session in Session.objects.filter(expire_date__gt=timezone.now()).iterator():
         if session.get_decoded().get("_auth_user_id") == str(user.pk):
             engine.SessionStore(session_key=session.session_key).delete()  # a cached copy too
