@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import logging
 
-from django.contrib.admin.models import ADDITION, CHANGE, DELETION, LogEntry
-from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
 
 from tenants.audit import record_audit
-from tenants.models import GrantSource, Membership, Organization, StaffRole
+from tenants.models import GrantSource, Membership, Organization
 from tenants.sso.mapping import Placement, target_of
+from tenants.sso.services import sync_staff_role
 
 logger = logging.getLogger("portal.scim")
 
@@ -94,33 +93,6 @@ def sync_grants(*, user, comment: str, keep_last_admin: bool = False) -> None:
         record_audit(actor=None, organization=membership.organization, action="scim.membership_removed",
                      target=membership, changes={"role": (membership.role, None)}, comment=comment)  # fmt: skip
         membership.delete()
-    _sync_staff_role(user=user, wanted=placement.staff_role, comment=comment)
-
-
-def _sync_staff_role(*, user, wanted: str | None, comment: str) -> None:
-    staff = StaffRole.objects.select_for_update().filter(user=user).first()
-    if staff is not None and staff.source != GrantSource.SCIM:
-        return
-    if staff is None and wanted is not None:
-        staff = StaffRole.objects.create(user=user, role=wanted, source=GrantSource.SCIM)
-        _log_staff(user, staff, ADDITION, f"Granted {wanted} through SCIM ({comment})")
-    elif staff is not None and wanted is None:
-        _log_staff(user, staff, DELETION, f"Removed {staff.role} through SCIM ({comment})")
-        staff.delete()
-    elif staff is not None and staff.role != wanted:
-        _log_staff(user, staff, CHANGE, f"Changed {staff.role} to {wanted} through SCIM ({comment})")
-        staff.role = wanted
-        staff.save(update_fields=["role"])
-
-
-def _log_staff(user, staff: StaffRole, flag: int, message: str) -> None:
-    """In Django admin's history of the staff role, where staff roles are granted by hand (as tenants.sso does)."""
-    LogEntry.objects.create(
-        user=user,
-        content_type=ContentType.objects.get_for_model(StaffRole),
-        object_id=str(staff.pk),
-        object_repr=str(staff)[:200],
-        action_flag=flag,
-        change_message=message,
+    sync_staff_role(
+        user=user, wanted=placement.staff_role, source=GrantSource.SCIM, via="through SCIM", comment=comment
     )
-    logger.info("Staff role of %s: %s", user.get_username(), message)

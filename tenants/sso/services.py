@@ -146,7 +146,7 @@ def _sign_in(*, claims: dict, placement: Placement, invitation: Invitation | Non
         wanted={organizations[s]: r for s, r in placement.organizations.items() if s in organizations},
         comment=comment,
     )
-    _sync_staff_role(user=user, wanted=placement.staff_role, comment=comment)
+    sync_staff_role(user=user, wanted=placement.staff_role, source=GrantSource.SSO, via="at sign-in", comment=comment)
     joined = join(invitation=invitation, user=user) if invitation is not None else None
     return user, joined
 
@@ -218,20 +218,21 @@ def _sync_memberships(*, user, wanted: dict[Organization, str], comment: str) ->
             membership.delete()
 
 
-def _sync_staff_role(*, user, wanted: str | None, comment: str) -> None:
-    """The same for the program staff role, recorded in Django admin's history of it (where staff roles are
-    granted by hand), since the audit trail belongs to organizations."""
+def sync_staff_role(*, user, wanted: str | None, source: str, via: str, comment: str) -> None:
+    """The program staff role as an outside source's groups grant it (`source`: sign-in's, SCIM's; `via`: "at
+    sign-in", "through SCIM"), changing only a role that source granted. Recorded in Django admin's history of the
+    staff role (where staff roles are granted by hand), since the audit trail belongs to organizations."""
     staff = StaffRole.objects.select_for_update().filter(user=user).first()
-    if staff is not None and staff.source != GrantSource.SSO:
+    if staff is not None and staff.source != source:
         return
     if staff is None and wanted is not None:
-        staff = StaffRole.objects.create(user=user, role=wanted, source=GrantSource.SSO)
-        _log_staff(user, staff, ADDITION, f"Granted {wanted} at sign-in ({comment})")
+        staff = StaffRole.objects.create(user=user, role=wanted, source=source)
+        _log_staff(user, staff, ADDITION, f"Granted {wanted} {via} ({comment})")
     elif staff is not None and wanted is None:
-        _log_staff(user, staff, DELETION, f"Removed {staff.role} at sign-in ({comment})")
+        _log_staff(user, staff, DELETION, f"Removed {staff.role} {via} ({comment})")
         staff.delete()
     elif staff is not None and staff.role != wanted:
-        _log_staff(user, staff, CHANGE, f"Changed {staff.role} to {wanted} at sign-in ({comment})")
+        _log_staff(user, staff, CHANGE, f"Changed {staff.role} to {wanted} {via} ({comment})")
         staff.role = wanted
         staff.save(update_fields=["role"])
 
@@ -245,4 +246,4 @@ def _log_staff(user, staff: StaffRole, flag: int, message: str) -> None:
         action_flag=flag,
         change_message=message,
     )
-    logger.info("Staff role of %s: %s", user.username, message)
+    logger.info("Staff role of %s: %s", user.get_username(), message)
