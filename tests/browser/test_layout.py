@@ -25,6 +25,8 @@ NOT_PAGES = {
     "api-docs",
     "api-schema",
     "metrics",
+    "organization-suggestions",  # a fragment: the organization filter's suggestions, swapped in by htmx
+    "oidc-backchannel-logout",  # a provider's POST
 }
 
 
