@@ -56,3 +56,55 @@ def test_the_training_pages_pass_axe_and_fit(page, live_server, axe, width):
             if problems:
                 found[f"{language} {url}"] = problems
     assert found == {}
+
+
+def _audit(page, live_server, axe, url: str) -> list[str]:
+    page.goto(live_server.url + url)
+    page.evaluate(axe)
+    problems = page.evaluate(SERIOUS)
+    if page.evaluate(SIDEWAYS) > 0:
+        problems.append(f"scrolls sideways by {page.evaluate(SIDEWAYS)} px")
+    return problems
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_sign_in_members_and_service_account_pages_pass_axe_and_fit(page, live_server, axe, settings, width):
+    """The login page with two providers, an invitation's page with its sign-in buttons, the members page with its
+    origins, the service accounts pages and the allocations page's organization search, in both languages."""
+    from django.core import mail
+
+    from tenants.members.services import invite
+    from tenants.models import Membership, Organization
+    from tenants.service_accounts.services import create_service_account
+
+    call_command("load_demo", verbosity=0)
+    settings.SSO_PROVIDERS = [
+        {"key": "tokyo-u", "name": "The University of Tokyo", "protocol": "oidc", "issuer": "https://idp.example",
+         "client_id": "portal", "client_secret": "secret"},
+        {"key": "orcid", "name": "ORCID", "protocol": "oidc", "issuer": "https://orcid.example",
+         "client_id": "portal", "client_secret": "secret"},
+    ]  # fmt: skip
+    sakura = Organization.objects.get(slug="sakura-lab")
+    admin = Membership.objects.filter(organization=sakura, role="admin").first().user
+    invite(user=admin, organization=sakura, email="newcomer@uni.example", role="member")
+    link = next(line for line in mail.outbox[-1].body.splitlines() if "/invitations/" in line).strip()
+    account = create_service_account(user=admin, organization=sakura, name="nightly-eval", role="member")
+    page.set_viewport_size({"width": width, "height": 844})
+    found = {}
+    for language in ("en", "ja"):
+        page.context.clear_cookies()
+        page.context.add_cookies([{"name": "django_language", "value": language, "url": live_server.url}])
+        for url in ("/login/", link[link.index("/invitations/") :]):
+            if problems := _audit(page, live_server, axe, url):
+                found[f"{language} {url}"] = problems
+        for username, urls in (
+            ("tenant1", ["/orgs/sakura-lab/members/", "/orgs/sakura-lab/service-accounts/",
+                         f"/orgs/sakura-lab/service-accounts/{account.pk}/"]),
+            ("manager", ["/program/capacity/allocations/?org=sakura"]),
+        ):  # fmt: skip
+            page.context.clear_cookies()
+            log_in(page, live_server, username, language)
+            for url in urls:
+                if problems := _audit(page, live_server, axe, url):
+                    found[f"{language} {username} {url}"] = problems
+    assert found == {}
