@@ -3,30 +3,16 @@ from django.utils.translation import gettext_lazy as _
 
 from tenants.scim import tokens
 from tenants.scim.models import ScimGroup, ScimToken, ScimUser
+from tenants.tokens.admin import KeyAdmin
 
 
 @admin.register(ScimToken)
-class ScimTokenAdmin(admin.ModelAdmin):
-    """Read-only: tokens are made with `manage.py scim_token create` (the key is printed once); staff may revoke."""
+class ScimTokenAdmin(KeyAdmin):
+    """Tokens are made with `manage.py scim_token create` (the key is printed once)."""
 
     list_display = ["name", "prefix", "state", "created_at", "created_by", "expires_at", "last_used_at", "revoked_at"]
     list_filter = ["revoked_at"]
     search_fields = ["name", "prefix"]
-    readonly_fields = [f.name for f in ScimToken._meta.fields if f.name != "digest"]
-    exclude = ["digest"]
-    actions = ["revoke"]
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False  # a revoked token stays as the record of who made it and who revoked it
-
-    def has_revoke_permission(self, request) -> bool:
-        return request.user.has_perm("tenants.delete_scimtoken")
 
     @admin.action(description=_("Revoke the selected SCIM tokens"), permissions=["revoke"])
     def revoke(self, request, queryset):

@@ -5,16 +5,16 @@ from tenants.tokens import services
 from tenants.tokens.models import ApiToken
 
 
-@admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
-    """Read-only: keys are made by their users (page or API); staff may only revoke."""
+class KeyAdmin(admin.ModelAdmin):
+    """A hashed key's rows (tenants.tokens.keys), read-only, never the digest: keys are made elsewhere (a page, the
+    API, a command) and staff may only revoke them, with the subclass's `revoke` action; a revoked key stays as the
+    record of who made it and who revoked it."""
 
-    list_display = ["name", "user", "prefix", "state", "created_at", "created_via", "expires_at", "last_used_at"]
-    list_filter = ["created_via", "revoked_at"]
-    search_fields = ["name", "prefix", "user__username"]
-    readonly_fields = [f.name for f in ApiToken._meta.fields if f.name != "digest"]
     exclude = ["digest"]
     actions = ["revoke"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return [f.name for f in self.model._meta.fields if f.name != "digest"]
 
     def has_add_permission(self, request) -> bool:
         return False
@@ -23,10 +23,19 @@ class ApiTokenAdmin(admin.ModelAdmin):
         return False
 
     def has_delete_permission(self, request, obj=None) -> bool:
-        return False  # a revoked token stays as the record of who made it and who revoked it
+        return False
 
     def has_revoke_permission(self, request) -> bool:
-        return request.user.has_perm("tenants.delete_apitoken")
+        return request.user.has_perm(f"tenants.delete_{self.model._meta.model_name}")
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(KeyAdmin):
+    """Keys are made by their users (page or API)."""
+
+    list_display = ["name", "user", "prefix", "state", "created_at", "created_via", "expires_at", "last_used_at"]
+    list_filter = ["created_via", "revoked_at"]
+    search_fields = ["name", "prefix", "user__username"]
 
     @admin.action(description=_("Revoke the selected tokens"), permissions=["revoke"])
     def revoke(self, request, queryset):
