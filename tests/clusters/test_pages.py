@@ -105,6 +105,35 @@ def test_detail_shows_status_nodes_health_and_timeline(member_client, org):
     assert 'hx-trigger="every 3s"' not in text  # not in flight: no polling
 
 
+def test_current_nodes_come_first_and_nodes_that_left_are_folded_and_paged(member_client, org):
+    """A cluster that replaced 88 of its nodes: the 12 in it come first (the failing one on top), each with
+    "Open a case"; the 88 that left are folded apart, the latest first, 20 a page, with no case link."""
+    from workloads.clusters.views import GONE_PAGE_SIZE
+
+    cluster = ClusterFactory(organization=org)
+    add_nodes(cluster, 100)  # node 0 is "Failure", the rest "Running"
+    now = timezone.now()
+    gone = ClusterNode.objects.filter(cluster=cluster).order_by("instance_id")[12:]
+    for age, node in enumerate(gone):  # the 13th node left last, the 100th first
+        ClusterNode.objects.filter(pk=node.pk).update(gone_at=now - timezone.timedelta(minutes=age))
+    page = member_client.get(f"/clusters/{cluster.pk}/")
+    html = page.text
+    current, folded = html.split('data-testid="gone-nodes"')
+    assert current.count('data-testid="node-row"') == 12 and "gone-row" not in current
+    assert current.count('data-testid="node-case"') == 12
+    assert current.index(f"i-{cluster.pk:04d}00000") < current.index(f"i-{cluster.pk:04d}00001")  # failing first
+    assert "12 in the cluster" in current
+    assert folded.count('data-testid="gone-row"') == GONE_PAGE_SIZE == 20
+    assert "node-case" not in folded and "88 nodes have left the cluster" in folded
+    assert folded.index(f"i-{cluster.pk:04d}00012") < folded.index(f"i-{cluster.pk:04d}00013")  # the latest first
+    assert "Page 1 of 5" in folded and "<details" in html and "<details data-testid=\"gone-nodes\" open" not in html
+
+    second = member_client.get(f"/clusters/{cluster.pk}/", {"gone_page": 5}).text
+    assert '<details data-testid="gone-nodes" open' in second  # paging keeps the fold open
+    last = second.split('data-testid="gone-nodes"')[1]
+    assert last.count('data-testid="gone-row"') == 88 - 4 * 20 and f"i-{cluster.pk:04d}00099" in last
+
+
 def test_detail_polls_with_a_progress_indicator_while_provisioning(member_client, org):
     cluster = ClusterFactory(organization=org, status=Cluster.Status.PROVISIONING)
     page = member_client.get(f"/clusters/{cluster.pk}/")

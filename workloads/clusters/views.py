@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.db.models import Case, When
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST, require_safe
@@ -33,7 +34,8 @@ from workloads.support.models import SupportCase
 from workloads.validation.views import latest_run
 
 PAGE_SIZE = 50
-NODE_PAGE_SIZE = 100
+NODE_PAGE_SIZE = 64
+GONE_PAGE_SIZE = 20
 TIMELINE_SIZE = 50
 CASES_SHOWN = 10
 STEPS = [Cluster.Status.REQUESTED, Cluster.Status.PROVISIONING, Cluster.Status.IN_SERVICE]
@@ -88,12 +90,7 @@ def cluster_detail(request, pk: int):
     cluster = _visible_cluster(request, pk)
     access = get_org_access_or_404(request.user, cluster.organization.slug)
     org = cluster.organization
-    nodes = paginate(
-        request,
-        ClusterNode.objects.for_org(org).filter(cluster=cluster).order_by("gone_at", "group_name", "instance_id"),
-        NODE_PAGE_SIZE,
-        param="nodes_page",
-    )
+    nodes, gone_nodes = _node_pages(request, org, cluster)
     events = list(
         ClusterEvent.objects.for_org(org)
         .filter(cluster=cluster)
@@ -114,6 +111,8 @@ def cluster_detail(request, pk: int):
         "can_operate": access.can_operate_clusters,
         "groups": groups,
         "nodes": nodes,
+        "gone_nodes": gone_nodes,
+        "gone_open": "gone_page" in request.GET,
         "events": events,
         "health": health,
         "open_health": [h for h in health if h.resolved_at is None],
@@ -125,6 +124,19 @@ def cluster_detail(request, pk: int):
 
 
 cluster_detail.tenant_model = Cluster
+
+
+def _node_pages(request, org, cluster):
+    """The cluster's current nodes, unhealthy ones first, and apart from them the nodes that have left it, the
+    latest first: each list paged on its own, so a cluster that replaced many nodes keeps a short page."""
+    rows = ClusterNode.objects.for_org(org).filter(cluster=cluster)
+    unhealthy_first = Case(When(status__in=ClusterNode.UNHEALTHY, then=0), default=1)
+    current = rows.filter(gone_at__isnull=True).order_by(unhealthy_first, "group_name", "instance_id")
+    gone = rows.filter(gone_at__isnull=False).order_by("-gone_at", "instance_id")
+    return (
+        paginate(request, current, NODE_PAGE_SIZE, param="nodes_page"),
+        paginate(request, gone, GONE_PAGE_SIZE, param="gone_page"),
+    )
 
 
 @login_required
