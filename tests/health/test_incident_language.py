@@ -1,4 +1,5 @@
-"""A case the portal opens is written once, in the organization's language, whoever's request produced it."""
+"""A case the portal opens is stored in the organization's language, whoever's request produced it, and kept in
+every language the portal speaks: each reader's pages show it in theirs (workloads/support/written.py)."""
 
 import pytest
 from django.utils import translation
@@ -52,6 +53,51 @@ def test_an_english_organizations_case_is_in_english_whatever_the_request_says(m
     assert case.title == "Xid 154 on GPU 3: GPU recovery action changed on i-0001 — cluster p5-train"
     assert case.description.startswith("The portal saw on cluster p5-train:\n")
     assert "Reboot the node: aws sagemaker batch-reboot-cluster-nodes --cluster-name fmp-1-p5-train" in case.description
+
+
+def case_page(client, case, language):
+    return client.get(f"/support/{case.pk}/", HTTP_ACCEPT_LANGUAGE=language).text
+
+
+def test_each_reader_reads_the_portals_case_in_their_own_language(member_api, client, cluster, org):
+    """A Japanese organization's Xid case: its admin reads Japanese, an English-speaking support engineer English —
+    title, account and the note that it cleared; on the case list and the cluster page too."""
+    from tenants.models import StaffRole
+    from tests.factories import StaffRoleFactory
+
+    org.language = "ja"
+    org.save()
+    assert post(member_api, cluster, {3: 79}).status_code == 200
+    assert post(member_api, cluster, {}).status_code == 200  # cleared
+    case = SupportCase.objects.get()
+    client.force_login(StaffRoleFactory(role=StaffRole.Role.SUPPORT_ENGINEER).user)
+    english = case_page(client, case, "en")
+    assert "Xid 79 on GPU 3: GPU has fallen off the bus on i-0001 — cluster p5-train" in english
+    assert "The portal saw on cluster p5-train:" in english
+    assert "Condition cleared: the readings are normal again." in english
+    assert "バス" not in english and "解消" not in english
+    japanese = case_page(client, case, "ja")
+    assert "GPU 3 で Xid 79: GPU がバスから脱落（i-0001）— クラスター p5-train" in japanese
+    assert "状態は解消しました" in japanese and "fallen off the bus" not in japanese
+    listed = client.get("/support/", HTTP_ACCEPT_LANGUAGE="en").text
+    assert "Xid 79 on GPU 3: GPU has fallen off the bus on i-0001" in listed and "脱落" not in listed
+    cluster_page = client.get(f"/clusters/{cluster.pk}/", HTTP_ACCEPT_LANGUAGE="en").text
+    assert "Xid 79 on GPU 3: GPU has fallen off the bus on i-0001" in cluster_page
+
+
+def test_a_japanese_reader_reads_an_english_organizations_health_events_in_japanese(member_api, client, cluster):
+    """The reading's message is stored in English; the case, the cluster page and the health board say it in
+    Japanese to a Japanese reader."""
+    from tests.factories import StaffRoleFactory
+
+    assert post(member_api, cluster, {3: 79}).status_code == 200
+    case = SupportCase.objects.get()
+    assert case.title.startswith("Xid 79 on GPU 3: GPU has fallen off the bus")  # stored in the org's language
+    client.force_login(StaffRoleFactory().user)
+    for url in (f"/clusters/{cluster.pk}/", f"/clusters/{cluster.pk}/health/", f"/support/{case.pk}/"):
+        html = client.get(url, HTTP_ACCEPT_LANGUAGE="ja").text
+        assert "GPU 3 で Xid 79: GPU がバスから脱落" in html, url
+        assert "fallen off the bus" not in html, url
 
 
 # -- Interconnect verdicts ----------------------------------------------------------------------------------------

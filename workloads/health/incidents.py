@@ -11,7 +11,7 @@ text cannot follow each reader's language as a page does. Commands, instance ids
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import suppress
 from dataclasses import dataclass
 
@@ -25,6 +25,7 @@ from workloads.health.dcgm import Action, xid_rule
 from workloads.health.models import HealthEvent
 from workloads.support.models import SupportCase
 from workloads.support.services import add_comment, open_case
+from workloads.support.written import in_each_language, in_language_of
 
 Kind = HealthEvent.Kind
 S1, S2, S3 = SupportCase.Severity.S1, SupportCase.Severity.S2, SupportCase.Severity.S3
@@ -152,9 +153,12 @@ def open_case_for(cluster: Cluster, *, category: str) -> SupportCase | None:
     )
 
 
-def report(cluster: Cluster, *, category: str, severity: str, title: str, body: str) -> SupportCase:
-    """Open a case for the incident, or add it to the cluster's open case of the same category."""
-    # The caller writes title and body in the organization's language (case_language); so is the note added here.
+def report(cluster: Cluster, *, category: str, severity: str, compose: Callable[[], tuple[str, str]]) -> SupportCase:
+    """Open a case for the incident, or add it to the cluster's open case of the same category. `compose()` says
+    the (title, body) in the active language: it is called in each language (support.written), the case keeps
+    the organization's as its text and shows every reader theirs."""
+    written = in_each_language(compose)
+    title, body = in_language_of(cluster.organization, written)
     case = open_case_for(cluster, category=category)
     if case is None:
         return open_case(
@@ -166,11 +170,16 @@ def report(cluster: Cluster, *, category: str, severity: str, title: str, body: 
             severity=severity,
             workload=cluster.workload,
             cluster=cluster,
+            written=written,
         )
-    with case_language(cluster):
-        suggested = _("Suggested severity: %(severity)s.") % {"severity": severity.upper()}
-    note = body if severity >= case.severity else f"{body}\n\n{suggested}"
-    add_comment(user=SYSTEM, case=case, body=f"{title}\n\n{note}")
+
+    def note(title: str, body: str) -> str:
+        if severity < case.severity:  # "s1" < "s2": more severe than the case says
+            body += "\n\n" + _("Suggested severity: %(severity)s.") % {"severity": severity.upper()}
+        return f"{title}\n\n{body}"
+
+    notes = in_each_language(lambda: note(*written[translation.get_language()]))
+    add_comment(user=SYSTEM, case=case, body=in_language_of(cluster.organization, notes), written=notes)
     return case
 
 
@@ -181,36 +190,39 @@ def case_language(cluster: Cluster) -> translation.override:
 
 def report_health(cluster: Cluster, *, opened: Iterable[HealthEvent], cleared: Iterable[HealthEvent]) -> None:
     """Critical events just opened go to a case (one per poll, listing them all); events that cleared and had a
-    case say so on it. Runs inside the transaction that wrote the events."""
-    with case_language(cluster):
-        _report_health(cluster, opened=opened, cleared=cleared)
-
-
-def _report_health(cluster: Cluster, *, opened: Iterable[HealthEvent], cleared: Iterable[HealthEvent]) -> None:
+    case say so on it. Runs inside the transaction that wrote the events. The portal's text is written in every
+    language (support.written)."""
     critical = [e for e in opened if e.severity == HealthEvent.Severity.CRITICAL and e.case_id is None]
     if critical:
         severity = min(case_severity(e.kind, e.code) for e in critical)  # "s1" < "s2": the most severe
-        first = critical[0]
-        if len(critical) > 1:
-            title = _("%(event)s on %(instance)s and %(more)d more — cluster %(cluster)s")
-        else:
-            title = _("%(event)s on %(instance)s — cluster %(cluster)s")
-        title %= {
-            "event": event_summary(first),
-            "instance": first.instance_id,
-            "more": len(critical) - 1,
-            "cluster": cluster.name,
-        }
-        body = _("The portal saw on cluster %(cluster)s:") % {"cluster": cluster.name}
-        body += "\n" + "\n".join(_event_line(e, cluster) for e in critical)
-        case = report(cluster, category=SupportCase.Category.NODE_HEALTH, severity=severity, title=title, body=body)
+
+        def compose() -> tuple[str, str]:
+            first = critical[0]
+            if len(critical) > 1:
+                title = _("%(event)s on %(instance)s and %(more)d more — cluster %(cluster)s")
+            else:
+                title = _("%(event)s on %(instance)s — cluster %(cluster)s")
+            title %= {
+                "event": event_summary(first),
+                "instance": first.instance_id,
+                "more": len(critical) - 1,
+                "cluster": cluster.name,
+            }
+            body = _("The portal saw on cluster %(cluster)s:") % {"cluster": cluster.name}
+            return title, body + "\n" + "\n".join(_event_line(e, cluster) for e in critical)
+
+        case = report(cluster, category=SupportCase.Category.NODE_HEALTH, severity=severity, compose=compose)
         HealthEvent.objects.filter(pk__in=[e.pk for e in critical]).update(case=case)
     by_case: dict[int, list[HealthEvent]] = {}
     for event in cleared:
         if event.case_id is not None:
             by_case.setdefault(event.case_id, []).append(event)
     for case in SupportCase.objects.for_org(cluster.organization).filter(pk__in=by_case):
-        lines = "\n".join(f"- {event_summary(e)} — " + _where(e, hostname=False) for e in by_case[case.pk])
-        cleared_text = _("Condition cleared: the readings are normal again.")
+
+        def cleared_note(events: list[HealthEvent] = by_case[case.pk]) -> str:
+            lines = "\n".join(f"- {event_summary(e)} — " + _where(e, hostname=False) for e in events)
+            return _("Condition cleared: the readings are normal again.") + "\n" + lines
+
+        notes = in_each_language(cleared_note)
         with suppress(ValidationError):  # a closed case takes no comment: someone already dealt with it
-            add_comment(user=SYSTEM, case=case, body=f"{cleared_text}\n{lines}")
+            add_comment(user=SYSTEM, case=case, body=in_language_of(cluster.organization, notes), written=notes)

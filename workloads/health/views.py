@@ -24,7 +24,7 @@ from tenants.models import InstanceType
 from workloads.clusters.models import Cluster, ClusterNode
 from workloads.health.dcgm import METRIC_RULES, OTHER_XID, XID_CATALOG_SOURCE, XID_RULES
 from workloads.health.forms import BaselineForm, IncidentFilterForm
-from workloads.health.incidents import INCIDENT_SEVERITY
+from workloads.health.incidents import INCIDENT_SEVERITY, event_summary
 from workloads.health.models import HealthEvent, PrometheusSource
 from workloads.health.neuron import RULES as NEURON_RULES
 from workloads.health.neuron import expected_counts
@@ -122,7 +122,7 @@ def _cell(gpu: int, events: list[HealthEvent], node: ClusterNode, unsupported: l
         "gpu": gpu,
         "state": _state(events, node),
         "text": " ".join(str(e.code) if e.code is not None else SHORT.get(e.kind, "!") for e in events),
-        "title": "\n".join(e.message for e in events),
+        "title": "\n".join(event_summary(e) for e in events),
         # Fields this GPU gave DCGM's blank for: unread, so the cell's colour says nothing of them.
         "unsupported": ", ".join(str(kind) for kind in kinds),
     }

@@ -15,6 +15,7 @@ from django.utils.translation import pgettext_lazy
 from tenants.access import can_read_internal_notes
 from tenants.models import FREE_TEXT_MAX, Organization, TenantQuerySet
 from workloads.records.models import Workload
+from workloads.support.written import for_reader
 
 
 class SupportCaseQuerySet(TenantQuerySet):
@@ -55,6 +56,8 @@ class SupportCase(models.Model):
         Organization, on_delete=models.PROTECT, related_name="support_cases", verbose_name=_("organization")
     )
     title = models.CharField(_("title"), max_length=200)
+    # The portal's own title in each language when the portal opened the case ({"en": …, "ja": …}); see written.py.
+    title_written = models.JSONField(_("title in each language"), default=dict, blank=True, editable=False)
     description = models.TextField(_("description"), max_length=FREE_TEXT_MAX)
     category = models.CharField(_("category"), max_length=16, choices=Category.choices)
     severity = models.CharField(_("severity"), max_length=2, choices=Severity.choices, default=Severity.S3)
@@ -135,6 +138,11 @@ class SupportCase(models.Model):
         return f"#{self.pk} {self.title}"
 
     @property
+    def shown_title(self) -> str:
+        """The title in the reader's language when the portal wrote it (see written.py), else as stored."""
+        return for_reader(self.title, self.title_written)
+
+    @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE_STATUSES
 
@@ -187,6 +195,8 @@ class CaseEvent(models.Model):
     # Internal entries (staff notes, links to the staff-only weekly review) are never shown or mailed to tenants.
     internal = models.BooleanField(_("internal"), default=False, db_index=True)
     body = models.TextField(_("text"), blank=True, max_length=FREE_TEXT_MAX)
+    # The portal's own text in each language when the portal wrote it ({"en": …, "ja": …}); see written.py.
+    body_written = models.JSONField(_("text in each language"), default=dict, blank=True, editable=False)
     old_value = models.CharField(_("from"), max_length=200, blank=True)
     new_value = models.CharField(_("to"), max_length=200, blank=True)
     created_at = models.DateTimeField(_("at"), auto_now_add=True, db_index=True)
@@ -208,6 +218,11 @@ class CaseEvent(models.Model):
         if self.pk is not None:
             raise ValueError("A case's history is append-only.")
         super().save(*args, **kwargs)
+
+    @property
+    def shown_body(self) -> str:
+        """The text in the reader's language when the portal wrote it (see written.py), else as stored."""
+        return for_reader(self.body, self.body_written)
 
     def _display(self, value: str) -> str:
         if self.kind == self.Kind.STATUS_CHANGED:

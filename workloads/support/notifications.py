@@ -103,7 +103,7 @@ def _case_email(event: CaseEvent, language: str) -> tuple[str, str]:
     """The subject and text of the email about `event`, in `language`."""
     case = event.case
     with translation.override(language):
-        subject = _("[FM Program] Case #%(id)s: %(title)s") % {"id": case.pk, "title": case.title}
+        subject = _("[FM Program] Case #%(id)s: %(title)s") % {"id": case.pk, "title": case.shown_title}
         body = render_to_string(
             "workloads/support/email/case_event.txt",
             {"event": event, "case": case, "url": portal_url("support:detail", case.pk)},

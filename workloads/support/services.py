@@ -58,7 +58,7 @@ def _locked_case(case: SupportCase) -> SupportCase:
 
 
 def _add_event(
-    case: SupportCase, *, user, kind: str, internal: bool = False, body: str = "", old="", new=""
+    case: SupportCase, *, user, kind: str, internal: bool = False, body: str = "", old="", new="", written=None
 ) -> CaseEvent:
     event = CaseEvent.objects.create(
         organization_id=case.organization_id,
@@ -67,6 +67,7 @@ def _add_event(
         kind=kind,
         internal=internal,
         body=body,
+        body_written=written or {},
         old_value=str(old)[:200],
         new_value=str(new)[:200],
     )
@@ -158,10 +159,11 @@ def open_case(
     cluster: Cluster | None = None,
     node: ClusterNode | str | None = None,
     assignee=UNSET,
+    written: dict[str, tuple[str, str]] | None = None,
 ) -> SupportCase:
     """Open a case; it is assigned to the org's lead support engineer unless staff (or the portal itself) name
     someone else. It may name a workload, a cluster and one of its nodes (see find_node). `user` may be
-    tenants.access.SYSTEM."""
+    tenants.access.SYSTEM, which passes its (title, description) in each language as `written` (written.py)."""
     access = _acting(user, organization)
     _check_links(organization, workload=workload, cluster=cluster)
     node = find_node(organization, cluster, node)
@@ -176,6 +178,7 @@ def open_case(
     case = SupportCase(
         organization=organization,
         title=(title or "").strip(),
+        title_written={code: text[0].strip()[:200] for code, text in (written or {}).items()},
         description=(description or "").strip(),
         category=category,
         severity=severity,
@@ -189,15 +192,19 @@ def open_case(
     )
     case.full_clean()
     case.save()
-    _add_event(case, user=user, kind=CaseEvent.Kind.OPENED, body=case.description)
+    descriptions = {code: text[1].strip() for code, text in (written or {}).items()}
+    _add_event(case, user=user, kind=CaseEvent.Kind.OPENED, body=case.description, written=descriptions)
     case.save(update_fields=["updated_at"])
     return case
 
 
 @transaction.atomic
-def add_comment(*, user, case: SupportCase, body: str, internal: bool = False) -> CaseEvent:
+def add_comment(
+    *, user, case: SupportCase, body: str, internal: bool = False, written: dict[str, str] | None = None
+) -> CaseEvent:
     """A comment (program staff: or an internal note) on the case's history. `user` may be SYSTEM: the portal
-    reporting on a condition it watches; that is neither the team's reply nor the tenant's answer."""
+    reporting on a condition it watches, with its text in each language as `written` (written.py); that is
+    neither the team's reply nor the tenant's answer."""
     access = _acting(user, case.organization)
     if internal and access is not None and not access.is_staff:
         raise PermissionDenied(_("Only program staff can add internal notes."))
@@ -207,7 +214,8 @@ def add_comment(*, user, case: SupportCase, body: str, internal: bool = False) -
     body = (body or "").strip()
     if not body:
         raise ValidationError({"body": _("Write something first.")})
-    event = _add_event(case, user=user, kind=CaseEvent.Kind.COMMENT, internal=internal, body=body)
+    written = {code: text.strip() for code, text in (written or {}).items()}
+    event = _add_event(case, user=user, kind=CaseEvent.Kind.COMMENT, internal=internal, body=body, written=written)
     if not internal and access is not None:
         _note_first_response(case, access, event)
         if not access.is_staff and case.status == Status.WAITING_ON_TENANT:

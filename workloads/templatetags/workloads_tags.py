@@ -4,6 +4,7 @@ from django import template
 from django.utils.html import format_html
 from django.utils.http import urlencode
 
+from workloads.health.incidents import event_summary
 from workloads.validation.nccl import format_size
 
 register = template.Library()
@@ -47,3 +48,9 @@ def sort_link(context, key: str, label: str) -> str:
 def binary_size(value) -> str:
     """A message size in binary units (16 GiB), as nccl-tests users say it; Django's filesizeformat says "GB"."""
     return format_size(int(value)) if value is not None else ""
+
+
+@register.filter
+def event_text(event) -> str:
+    """A health event as the reader's language says it (its message was stored in English): see event_summary."""
+    return event_summary(event)

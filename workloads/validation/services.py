@@ -23,6 +23,7 @@ from workloads.clusters.models import Cluster, ClusterInstanceGroup
 from workloads.health.incidents import case_language, case_severity, open_case_for, report
 from workloads.support.models import SupportCase
 from workloads.support.services import add_comment
+from workloads.support.written import in_each_language, in_language_of
 from workloads.telemetry_errors import field_errors
 from workloads.validation.models import NcclBaseline, NcclValidation
 from workloads.validation.nccl import (
@@ -175,8 +176,7 @@ def record_validation(
         validation.verdict = judgement.verdict
         validation.reasons = list(judgement.reasons)
     validation.save()
-    with case_language(cluster):
-        _follow_up(cluster, validation, now=now or timezone.now())
+    _follow_up(cluster, validation, run, now=now or timezone.now())
     return validation, True
 
 
@@ -189,44 +189,16 @@ def _shape(run) -> str:
     return "all_reduce" if reduction else ""
 
 
-def _follow_up(cluster: Cluster, validation: NcclValidation, *, now: datetime) -> None:
+def _follow_up(cluster: Cluster, validation: NcclValidation, run, *, now: datetime) -> None:
+    """A suspect run opens (or adds to) the cluster's networking case; a passing one after it says the condition
+    cleared. The portal's text is composed in every language (support.written)."""
     if validation.verdict == NcclValidation.Verdict.SUSPECT:
         Cluster.objects.filter(pk=cluster.pk, interconnect_suspect_since=None).update(interconnect_suspect_since=now)
-        figures = {
-            "cluster": cluster.name,
-            "collective": validation.collective,
-            "peak": f"{validation.peak_busbw_gbps:g}",
-            "nodes": validation.nodes,
-            "type": validation.instance_type,
-            "size": format_size(validation.peak_size_bytes),
-            "average": f"{validation.avg_busbw_gbps:g} GB/s"
-            if validation.avg_busbw_gbps is not None
-            else _("not reported"),
-            "baseline": f"{validation.baseline_busbw_gbps:g}",
-            "baseline_nodes": validation.baseline_nodes,
-        }
-        title = _("Interconnect suspect on cluster %(cluster)s: %(collective)s peak %(peak)s GB/s on %(nodes)d nodes")
-        body = (
-            _(
-                "An nccl-tests run on %(nodes)d × %(type)s reached %(peak)s GB/s at %(size)s (average %(average)s), "
-                "against a baseline of %(baseline)s GB/s on %(baseline_nodes)d nodes."
-            )
-            % figures
-            + "\n"
-            + "\n".join(f"- {reason}" for reason in validation.reasons)
-            + "\n"
-            + _(
-                "Check EFA on every node (fi_info -p efa; the EFA exporter's error counters), the aws-ofi-nccl and "
-                "NCCL versions, and run the test again node pair by node pair to find the slow one."
-            )
-        )
-        title %= figures
         case = report(
             cluster,
             category=SupportCase.Category.NETWORKING,
             severity=case_severity("nccl"),
-            title=title,
-            body=body,
+            compose=lambda: _suspect_text(cluster, validation, run),
         )
         NcclValidation.objects.filter(pk=validation.pk).update(case=case)
         validation.case = case
@@ -234,16 +206,48 @@ def _follow_up(cluster: Cluster, validation: NcclValidation, *, now: datetime) -
         Cluster.objects.filter(pk=cluster.pk).update(interconnect_suspect_since=None)
         case = open_case_for(cluster, category=SupportCase.Category.NETWORKING)
         if case is not None and NcclValidation.objects.filter(case=case).exists():
-            with suppress(ValidationError):
-                add_comment(
-                    user=SYSTEM,
-                    case=case,
-                    body=_(
-                        "Condition cleared: a later nccl-tests run reached %(peak)s GB/s "
-                        "(%(fraction)s of the baseline)."
-                    )
-                    % {"peak": f"{validation.peak_busbw_gbps:g}", "fraction": f"{validation.fraction:.0%}"},
+            notes = in_each_language(
+                lambda: (
+                    _("Condition cleared: a later nccl-tests run reached %(peak)s GB/s (%(fraction)s of the baseline).")
+                    % {"peak": f"{validation.peak_busbw_gbps:g}", "fraction": f"{validation.fraction:.0%}"}
                 )
+            )
+            with suppress(ValidationError):
+                add_comment(user=SYSTEM, case=case, body=in_language_of(cluster.organization, notes), written=notes)
+
+
+def _suspect_text(cluster: Cluster, validation: NcclValidation, run) -> tuple[str, str]:
+    """The suspect case's (title, body) in the active language; the judgement's reasons are said again in it."""
+    reasons = judge(run, validation.baseline_busbw_gbps, float(validation.min_fraction)).reasons
+    figures = {
+        "cluster": cluster.name,
+        "collective": validation.collective,
+        "peak": f"{validation.peak_busbw_gbps:g}",
+        "nodes": validation.nodes,
+        "type": validation.instance_type,
+        "size": format_size(validation.peak_size_bytes),
+        "average": f"{validation.avg_busbw_gbps:g} GB/s"
+        if validation.avg_busbw_gbps is not None
+        else _("not reported"),
+        "baseline": f"{validation.baseline_busbw_gbps:g}",
+        "baseline_nodes": validation.baseline_nodes,
+    }
+    title = _("Interconnect suspect on cluster %(cluster)s: %(collective)s peak %(peak)s GB/s on %(nodes)d nodes")
+    body = (
+        _(
+            "An nccl-tests run on %(nodes)d × %(type)s reached %(peak)s GB/s at %(size)s (average %(average)s), "
+            "against a baseline of %(baseline)s GB/s on %(baseline_nodes)d nodes."
+        )
+        % figures
+        + "\n"
+        + "\n".join(f"- {reason}" for reason in reasons)
+        + "\n"
+        + _(
+            "Check EFA on every node (fi_info -p efa; the EFA exporter's error counters), the aws-ofi-nccl and "
+            "NCCL versions, and run the test again node pair by node pair to find the slow one."
+        )
+    )
+    return title % figures, body
 
 
 def seed_baselines() -> None:
