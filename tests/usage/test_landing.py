@@ -219,3 +219,18 @@ def test_allocations_no_longer_held_do_not_crowd_out_the_projection(manager_clie
     glance = get_landing(manager_client).context["glance"]
     assert [u.allocation.organization.slug for u in glance.underused] == ["slow"]
     assert glance.underused[0].projected_share < Decimal("0.05")
+
+
+def test_a_support_engineer_is_not_counted_requests_they_cannot_decide(client, org):
+    """The review badge asks a program manager to act; a support engineer reads the queue but cannot approve."""
+    from tenants.models import StaffRole
+    from tests.factories import CapacityRequestFactory, StaffRoleFactory
+
+    CapacityRequestFactory(organization=org)
+    client.force_login(StaffRoleFactory(role=StaffRole.Role.SUPPORT_ENGINEER).user)
+    page = client.get("/program/")
+    assert "nav_review" not in page.context and 'title="Requests waiting for review"' not in page.text
+    assert "nav_incidents" in page.context
+    client.force_login(StaffRoleFactory(role=StaffRole.Role.PROGRAM_MANAGER).user)
+    page = client.get("/program/")
+    assert page.context["nav_review"] == 1 and 'title="Requests waiting for review"' in page.text

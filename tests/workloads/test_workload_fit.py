@@ -157,3 +157,16 @@ def test_the_live_fit_sends_only_the_layout_not_the_notes(member_client, org):
         f"[name={field}]"
         for field in ("architecture", "tensor_parallel", "pipeline_parallel", "data_parallel", "expert_parallel")
     } | {"[name=allocation]"}
+
+
+def test_the_record_shows_the_compute_and_cost_estimate_on_its_allocation(member_client, org, twelve_p5):
+    """As the request form does: 6 × 8e9 parameters × 2e12 tokens = 9.6e22 FLOPs at 989 TFLOPS × 0.40 MFU per H100
+    is 9.6e22 / 3.956e14 / 3600 = 67,408 accelerator-hours, 8,426 p5 instance-hours, 29.3 days on 12 instances,
+    $463,768 at the us-east-1 price of $55.04 an hour."""
+    workload = WorkloadFactory(organization=org, allocation=twelve_p5)
+    page = member_client.get(reverse("records:detail", args=[workload.pk])).text
+    assert "Compute estimate" in page
+    assert "67,408" in page and "8,426" in page and "463,768 USD" in page
+    assert "29.3 / 68" in page  # days needed on 12 instances / the window's days (7 before today, 60 after)
+    unlinked = WorkloadFactory(organization=org, allocation=None)
+    assert "Compute estimate" not in member_client.get(reverse("records:detail", args=[unlinked.pk])).text

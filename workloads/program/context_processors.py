@@ -1,4 +1,4 @@
-from tenants.access import staff_role
+from tenants.access import is_program_manager, staff_role
 from tenants.models import CapacityRequest
 from workloads.health.models import HealthEvent
 
@@ -6,15 +6,21 @@ NAV_REVIEW_MAX = 99
 
 
 def staff_counts(request) -> dict:
-    """The top bar's counts for program staff: open critical incidents and requests waiting for review (two
-    counts on indexed columns, on staff pages only)."""
+    """The top bar's counts for program staff: open critical incidents, and for program managers, who decide
+    them, the requests waiting for review (a support engineer reads the queue but cannot act on it: no count
+    asks them to). Counts on indexed columns, on staff pages only."""
     user = request.user
     if not user.is_authenticated or staff_role(user) is None:
         return {}
-    return {
+    incidents = {
         "nav_incidents": HealthEvent.objects.visible_to(user)
         .filter(resolved_at=None, severity=HealthEvent.Severity.CRITICAL)
         .count(),
+    }
+    if not is_program_manager(user):
+        return incidents
+    return {
+        **incidents,
         # Counted up to NAV_REVIEW_MAX only (the queue's first rows on its index): the badge reads "99+" beyond,
         # so a page's cost does not grow with the queue.
         "nav_review": CapacityRequest.objects.visible_to(user)

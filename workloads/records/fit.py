@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from django.db.models import Sum
 from django.utils.translation import gettext as _
 
+from tenants.capacity.pools import estimate_for
 from tenants.models import Allocation, InstanceType
 from workloads.clusters.models import Cluster, ClusterInstanceGroup
 from workloads.records.models import Workload
@@ -128,4 +129,25 @@ def workload_fit(workload: Workload) -> Fit:
         moe=workload.architecture == Workload.Architecture.MOE,
         allocation=workload.allocation,
         in_clusters=cluster_accelerators(workload),
+    )
+
+
+def workload_estimate(workload: Workload):
+    """The compute and cost estimate of the workload's plan on its allocation — what the capacity request form
+    computes (tenants.capacity.pools.estimate_for), at the MFU its request expected: None without an allocation."""
+    allocation = workload.allocation
+    if allocation is None:
+        return None
+    pool = allocation.pool
+    request = getattr(allocation, "request", None)
+    return estimate_for(
+        instance_type=pool.instance_type,
+        region=pool.region,
+        program=pool.program,
+        parameters=workload.parameter_count,
+        tokens=workload.target_tokens,
+        instance_count=allocation.instance_count,
+        starts_on=allocation.starts_on,
+        ends_on=allocation.ends_on,
+        mfu=request.expected_mfu if request is not None else None,
     )

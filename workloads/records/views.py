@@ -21,7 +21,7 @@ from tenants.models import Allocation
 from workloads.clusters.models import Cluster, cluster_instances
 from workloads.jobs.models import Job
 from workloads.records.filters import WorkloadFilter
-from workloads.records.fit import Fit, cluster_accelerators, layout_fit, workload_fit
+from workloads.records.fit import Fit, cluster_accelerators, layout_fit, workload_estimate, workload_fit
 from workloads.records.forms import WorkloadForm
 from workloads.records.models import MAX_PARALLEL_DEGREE, Workload
 from workloads.records.services import READ_ONLY, create_workload, update_workload
@@ -277,6 +277,7 @@ def workload_detail(request, pk: int):
             "clusters": clusters[:20],
             "jobs": jobs.order_by("-submitted_at", "-pk")[:JOBS_SHOWN],
             "fit": workload_fit(workload),
+            "estimate": workload_estimate(workload),
             "can_write": access.can_write_workloads,
             "can_open_case": access.can_write,
             **progress_context(workload, can_write=access.can_write_workloads),
