@@ -1,8 +1,16 @@
 from django import forms
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import ngettext_lazy
+from django.utils.translation import ngettext
 
 from tenants.tokens import services
+
+
+def expiry_choices() -> list[tuple[int, str]]:
+    """The lifetimes offered, said in the reader's language when the form is shown (a `… % {}` on a lazy
+    string at import would freeze them in English)."""
+    return [
+        (days, ngettext("%(days)d day", "%(days)d days", days) % {"days": days}) for days in services.EXPIRY_CHOICES
+    ]
 
 
 class TokenForm(forms.Form):
@@ -15,8 +23,5 @@ class TokenForm(forms.Form):
         label=_("Expires after"),
         coerce=int,
         initial=services.DEFAULT_DAYS,
-        choices=[
-            (days, ngettext_lazy("%(days)d day", "%(days)d days", "days") % {"days": days})
-            for days in services.EXPIRY_CHOICES
-        ],
+        choices=expiry_choices,
     )

@@ -76,6 +76,62 @@ BROKEN_WORDS = """() => {
 }"""
 
 
+# Japanese labels broken inside a word (アイ|ドルコスト, 割当超|過): every short Japanese text (a label, a header, a
+# badge, a card's caption; sentences wrap as text does) is read character by character, and where its line changes
+# the break is recorded; japanese_breaks_inside_words then keeps the breaks that are not between BudouX's phrases.
+JAPANESE_LINE_BREAKS = """() => {
+    const breaks = [], range = document.createRange();
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        const text = node.data;
+        if (text.trim().length < 2 || text.length > 40 || !/[\u3040-\u30ff\u4e00-\u9fff]/.test(text)) continue;
+        if (node.parentElement.closest('svg, select, textarea, pre, option, script, style, .visually-hidden')) continue;
+        let line = null;
+        for (let i = 0; i < text.length; i++) {
+            range.setStart(node, i);
+            range.setEnd(node, i + 1);
+            const rect = [...range.getClientRects()].find(r => r.width > 0);
+            if (!rect) continue;
+            const top = Math.round(rect.top);
+            if (line !== null && top > line + 2) breaks.push([text, i]);
+            line = top;
+        }
+    }
+    return breaks;
+}"""
+
+
+def japanese_breaks_inside_words(breaks: list[tuple[str, int]]) -> list[str]:
+    """The breaks that fall inside a phrase as BudouX (the model Chromium's `word-break: auto-phrase` uses) cuts
+    the text, shown as "前|後". A break at a space or punctuation, or where the script changes (あたり|20, GPU|を),
+    is a break between words."""
+    import budoux
+
+    parser = budoux.load_default_japanese_parser()
+    inside = []
+    for text, at in breaks:
+        if _script(text[at - 1]) is None or _script(text[at - 1]) != _script(text[at]):
+            continue
+        boundaries, end = set(), 0
+        for phrase in parser.parse(text):
+            end += len(phrase)
+            boundaries.add(end)
+        if at not in boundaries:
+            inside.append(f"{text[:at].strip()}|{text[at:].strip()}")
+    return sorted(set(inside))
+
+
+def _script(character: str) -> str | None:
+    """Which writing a character belongs to: hiragana, katakana (with its ー), kanji, or Latin letters and digits."""
+    if "\u3041" <= character <= "\u309f":
+        return "hiragana"
+    if "\u30a0" <= character <= "\u30ff":
+        return "katakana"
+    if "\u4e00" <= character <= "\u9fff":
+        return "kanji"
+    return "latin" if character.isascii() and character.isalnum() else None
+
+
 @pytest.fixture
 def demo(db):
     call_command("load_demo", "--start", (date.today() - timedelta(days=45)).isoformat())
@@ -111,6 +167,9 @@ def test_no_page_overflows_at_1280(page, live_server, screenshot, demo, language
             problems.append(f"{url}: the top bar wraps")
         if broken := page.evaluate(BROKEN_WORDS):
             problems.append(f"{url}: words broken across lines in a table: {broken}")
+        if language == "ja" and (split := japanese_breaks_inside_words(page.evaluate(JAPANESE_LINE_BREAKS))):
+            problems.append(f"{url}: Japanese words broken across lines: {split}")
+            broken = broken or split
         if sideways > 0 or overflowing or broken:
             screenshot(f"layout-{username}-{language}-{name.replace(':', '-')}")
     assert visited >= 10
@@ -186,3 +245,11 @@ def test_case_titles_read_in_a_few_lines_on_the_support_queue(page, live_server,
         )
         <= 0
     )
+
+
+def test_the_japanese_break_check_tells_a_word_from_a_phrase():
+    """The check the walk runs: the issue's broken labels are caught, breaks between phrases or scripts are not."""
+    assert japanese_breaks_inside_words(
+        [("アイドルコスト", 2), ("割当超過", 3), ("計画に間に合わない見込みの学習はありません。", 20)]
+    ) == ["アイ|ドルコスト", "割当超|過", "計画に間に合わない見込みの学習はありませ|ん。"]
+    assert japanese_breaks_inside_words([("割当超過 602.4 インスタンス時間", 5), ("1パラメータあたり20トークン", 9)]) == []

@@ -296,3 +296,12 @@ def test_revoking_twice_keeps_the_first_record(user, other_user):
     services.revoke_token(token=token, by=other_user)
     token.refresh_from_db()
     assert (token.revoked_at, token.revoked_by) == (first, user)
+
+
+def test_the_expiry_choices_speak_the_readers_language(client, user):
+    """Built when the form is shown, not frozen in English when the module was imported."""
+    client.force_login(user)
+    japanese = client.get("/account/tokens/", HTTP_ACCEPT_LANGUAGE="ja").text
+    assert '<option value="7">7 日</option>' in japanese and "7 days" not in japanese
+    english = client.get("/account/tokens/", HTTP_ACCEPT_LANGUAGE="en").text
+    assert '<option value="365">365 days</option>' in english

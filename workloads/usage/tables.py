@@ -6,6 +6,7 @@ the pools (a handful) sort in Python. The page's own order (attention first) sta
 from __future__ import annotations
 
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from portal.tables import Column, SortedTable
 
@@ -15,7 +16,7 @@ class OrgUsageTable(SortedTable):
     allocated = Column(_("Allocated"), order_by="allocated", unit=_("instance-h"), numeric=True)
     running = Column(_("Running"), order_by="running", unit=_("instance-h"), numeric=True)
     utilization = Column(_("Utilization"), order_by="utilization", numeric=True)
-    change = Column(_("Change"), order_by="change", numeric=True)
+    change = Column(pgettext_lazy("utilization against the previous period", "Change"), order_by="change", numeric=True)
     accelerators = Column(
         _("Accelerator-h"), order_by="running_accelerators", unit=_("running / allocated / busy"), numeric=True
     )
