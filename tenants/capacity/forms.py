@@ -10,7 +10,7 @@ from portal.forms import DateInput
 from portal.periods import today
 from tenants.capacity.estimate import MAX_INSTANCES, MAX_PARAMETERS, MAX_TOKENS
 from tenants.cycle import IN_CYCLE
-from tenants.models import FREE_TEXT_MAX, Allocation, CapacityPool, CapacityRequest, Framework, InstanceType, Region
+from tenants.models import FREE_TEXT_MAX, Allocation, CapacityPool, CapacityRequest, Framework, InstanceType
 
 BILLION = Decimal(10**9)
 
@@ -38,9 +38,10 @@ def pool_choices() -> list[tuple[str, str]]:
         .order_by("instance_type__api_name", "region")
         .distinct()
     )
-    regions = dict(Region.choices)
+    # What tells the pools apart first, short enough to read whole in the menu in both languages (the region's
+    # long name, "アジアパシフィック（東京）", cut the accelerator off): the region by its code, as AWS names it.
     return [
-        (pool_value(api_name, region), f"{api_name} · {region} — {regions.get(region, region)}, {per} × {accelerator}")
+        (pool_value(api_name, region), f"{api_name} · {region} · {per} × {accelerator}")
         for api_name, accelerator, per, region in pools
     ]
 
