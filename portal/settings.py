@@ -96,6 +96,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "tenants.context_processors.access",
                 "workloads.program.context_processors.staff_counts",
+                "workloads.program.context_processors.tenant_counts",
             ],
         },
     },

@@ -7,6 +7,5 @@ urlpatterns = [
     path("program/organizations/", views.program_organizations, name="program-organizations"),
     path("program/audit/", views.audit_log, name="audit-log"),
     path("organizations/suggest/", views.organization_suggestions, name="organization-suggestions"),
-    path("orgs/<slug:org_slug>/", views.org_home, name="org-home"),
     path("", include("tenants.capacity.urls")),
 ]

@@ -1,5 +1,5 @@
-"""The landing pages: home (who goes where), an organization's home, the program's pools and organizations, the
-audit trail. The program's own landing page (its week at a glance) is workloads.program."""
+"""The landing pages: home (who goes where), the program's pools and organizations, the audit trail. The program's
+landing page (its week at a glance) and an organization's home (its week) are workloads.program."""
 
 from __future__ import annotations
 
@@ -12,20 +12,16 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_safe
 
 from portal.pages import paginate, varies_on_htmx
-from portal.periods import today
 from tenants import audit_labels
 from tenants.access import (
-    get_org_access_or_404,
     is_program_manager,
     is_program_staff,
     require_program_staff,
     visible_organizations,
 )
-from tenants.capacity.allocations import allocation_rows
 from tenants.filters import organization_filter
 from tenants.filters import organization_suggestions as organization_suggestions_for
-from tenants.models import Allocation, AuditEvent, CapacityPool, Program
-from tenants.service_accounts.models import people
+from tenants.models import AuditEvent, CapacityPool, Program
 
 
 @login_required
@@ -42,27 +38,6 @@ def home(request):
         return redirect("org-home", org_slug=organizations[0].slug)
     context = {"organizations": organizations, "contact_email": settings.PROGRAM_CONTACT_EMAIL}
     return render(request, "tenants/home.html", context)
-
-
-@login_required
-@require_safe
-def org_home(request, org_slug: str):
-    access = get_org_access_or_404(request.user, org_slug)
-    org = access.organization
-    members = people(org.memberships).select_related("user").order_by("user__username")
-    current = (
-        Allocation.objects.for_org(org)
-        .filter(status__in=[Allocation.Status.SCHEDULED, Allocation.Status.ACTIVE])
-        .select_related("pool__instance_type")
-        .order_by("starts_on", "pk")
-    )
-    context = {
-        "access": access,
-        "org": org,
-        "members": members,
-        "allocation_rows": allocation_rows(current, on=today()),
-    }
-    return render(request, "tenants/org_home.html", context)
 
 
 @login_required

@@ -34,3 +34,9 @@ def count_words(value) -> str:
                 text = _number(value / scale)
             return f"{text}{word}" if myriads else f"{text} {word}"
     return f"{value:,}"
+
+
+@register.filter
+def count_of(counts: dict, key) -> int:
+    """`counts[key]`, or 0: a count a context processor gave per object (the top bar's, per organization)."""
+    return (counts or {}).get(key, 0)

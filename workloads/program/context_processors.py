@@ -1,6 +1,9 @@
+from django.db.models import Count
+
 from tenants.access import is_program_manager, staff_role
 from tenants.models import CapacityRequest
 from workloads.health.models import HealthEvent
+from workloads.support.models import SupportCase
 
 NAV_REVIEW_MAX = 99
 
@@ -30,3 +33,20 @@ def staff_counts(request) -> dict:
         .count(),
         "nav_review_max": NAV_REVIEW_MAX,
     }
+
+
+def tenant_counts(request) -> dict:
+    """The top bar's count for a tenant team, beside each of its organizations: what waits for the team — cases
+    waiting for its answer and capacity requests drafted but not sent (two grouped counts, on tenants' pages
+    only)."""
+    user = request.user
+    if not user.is_authenticated or staff_role(user) is not None:
+        return {}
+    waiting: dict[int, int] = {}
+    for rows in (
+        SupportCase.objects.visible_to(user).filter(status=SupportCase.Status.WAITING_ON_TENANT),
+        CapacityRequest.objects.visible_to(user).filter(status=CapacityRequest.Status.DRAFT),
+    ):
+        for org_id, count in rows.order_by().values_list("organization_id").annotate(n=Count("pk")):
+            waiting[org_id] = waiting.get(org_id, 0) + count
+    return {"nav_waiting": waiting}

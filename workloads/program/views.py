@@ -1,4 +1,5 @@
-"""The program's landing page: the week at a glance for program staff."""
+"""The landing pages of the week: the program's at a glance for program staff (`/program/`), and an
+organization's for its team (`/orgs/<slug>/`: its week, then its account and members)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
 from portal.periods import today
-from tenants.access import require_program_staff
-from tenants.models import Program
+from tenants.access import get_org_access_or_404, require_program_staff
+from tenants.models import Organization, Program
+from tenants.service_accounts.models import people
+from workloads.program.org_week import tenant_week
 from workloads.program.week import glance
 from workloads.usage.periods import Period
 
@@ -39,3 +42,26 @@ def program_overview(request):
         "today": day,
     }
     return render(request, "workloads/program/landing.html", context)
+
+
+@login_required
+@require_GET
+def org_home(request, org_slug: str):
+    """The tenant team's Monday question, for their organization: what they used of their allocation and what it
+    cost, what waits for them (requests, cases), what is broken (clusters, incidents), how training goes."""
+    access = get_org_access_or_404(request.user, org_slug)
+    org = access.organization
+    day = today()
+    program = Program.objects.first()
+    context = {
+        "access": access,
+        "org": org,
+        "program": program,
+        "today": day,
+        "week": tenant_week(org, program=program, weeks=weeks(day), today=day, as_of=timezone.now()),
+        "members": people(org.memberships).select_related("user").order_by("user__username"),
+    }
+    return render(request, "tenants/org_home.html", context)
+
+
+org_home.tenant_model = Organization

@@ -4,7 +4,7 @@ the capacity pages read through tenants.capacity.usage)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
@@ -36,6 +36,7 @@ class AllocationUse(InstanceTime):
     remaining: int  # instance-microseconds from now to the allocation's end
     recent_running: int  # over the last 7 days, for the projection
     recent_days: Decimal
+    daily: dict[date, int] = field(default_factory=dict)  # its running share per day: the burn-down's steps
 
     @property
     def remaining_hours(self) -> Decimal:
@@ -104,6 +105,7 @@ def allocation_use(allocations: list[Allocation], *, as_of: datetime | None = No
         span = allocation_span(allocation.starts_on, allocation.ends_on, allocation.revoked_at)
         allocated_to_date = allocation.instance_count * overlap(*span, span[0], as_of)
         running = recent = 0
+        daily: dict[date, int] = {}
         count, first_day, last_day = allocation.instance_count, allocation.starts_on, allocation.ends_on
         for day, total_allocated, total_running in days[(allocation.organization_id, allocation.pool_id)]:
             if day < first_day or day > last_day:
@@ -114,12 +116,15 @@ def allocation_use(allocations: list[Allocation], *, as_of: datetime | None = No
             mine = count * (length if inside else overlap(*span, start, end))
             share = total_running * mine // total_allocated
             running += share
+            daily[day] = share
             if day >= recent_from:
                 recent += share
         recent_start = max(day_start(recent_from), span[0])
         recent_days = Decimal(max(overlap(recent_start, as_of, span[0], span[1]), 0)) / (86_400 * 1_000_000)
         remaining = allocation.instance_count * overlap(*span, as_of, span[1]) if allocation.revoked_at is None else 0
-        result[allocation.pk] = AllocationUse(allocation, allocated_to_date, running, remaining, recent, recent_days)
+        result[allocation.pk] = AllocationUse(
+            allocation, allocated_to_date, running, remaining, recent, recent_days, daily
+        )
     return result
 
 
