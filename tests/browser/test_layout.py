@@ -9,6 +9,7 @@ import pytest
 from django.core.management import call_command
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
+from tests.browser.test_accessibility import SERIOUS, axe  # noqa: F401  (fixture)
 from tests.browser.test_usage import OVERFLOWING, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("catalog")]
@@ -148,7 +149,8 @@ def test_the_walk_finds_the_list_pages():
 @pytest.mark.parametrize(
     ("username", "org_slug"), [("manager", "sakura-lab"), ("support", "sakura-lab"), ("tenant1", "sakura-lab")]
 )
-def test_no_page_overflows_at_1280(page, live_server, screenshot, demo, language, username, org_slug):
+def test_no_page_overflows_at_1280(page, live_server, screenshot, demo, axe, language, username, org_slug):
+    """…and every page passes axe-core (no serious or critical violation) in both languages, for every role."""
     log_in(page, live_server, username, language)
     problems, visited = [], 0
     for name, takes_org in PAGES:
@@ -167,6 +169,9 @@ def test_no_page_overflows_at_1280(page, live_server, screenshot, demo, language
             problems.append(f"{url}: the top bar wraps")
         if broken := page.evaluate(BROKEN_WORDS):
             problems.append(f"{url}: words broken across lines in a table: {broken}")
+        page.evaluate(axe)  # not a <script> tag: the Content-Security-Policy refuses inline scripts
+        if violations := page.evaluate(SERIOUS):
+            problems.append(f"{url}: axe-core: {violations}")
         if language == "ja" and (split := japanese_breaks_inside_words(page.evaluate(JAPANESE_LINE_BREAKS))):
             problems.append(f"{url}: Japanese words broken across lines: {split}")
             broken = broken or split
@@ -252,4 +257,6 @@ def test_the_japanese_break_check_tells_a_word_from_a_phrase():
     assert japanese_breaks_inside_words(
         [("アイドルコスト", 2), ("割当超過", 3), ("計画に間に合わない見込みの学習はありません。", 20)]
     ) == ["アイ|ドルコスト", "割当超|過", "計画に間に合わない見込みの学習はありませ|ん。"]
-    assert japanese_breaks_inside_words([("割当超過 602.4 インスタンス時間", 5), ("1パラメータあたり20トークン", 9)]) == []
+    assert (
+        japanese_breaks_inside_words([("割当超過 602.4 インスタンス時間", 5), ("1パラメータあたり20トークン", 9)]) == []
+    )

@@ -94,7 +94,9 @@ def test_the_burn_down_counts_down_the_grant_and_projects_at_the_recent_rate(mem
     assert projected[-1] == 2832.0 and even[-1] == 0.0
     assert left[0] == 8688.0 - 0  # nothing ran on Jan 1
     text = home(member_client, org).text
-    assert '<th scope="row">2027-06-30</th><td class="num">—</td><td class="num">2,832</td><td class="num">0</td>' in text
+    assert (
+        '<th scope="row">2027-06-30</th><td class="num">—</td><td class="num">2,832</td><td class="num">0</td>' in text
+    )
 
 
 def page_charts(page) -> list[dict]:
