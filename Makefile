@@ -3,7 +3,7 @@ VENV     := .venv
 BIN      := $(VENV)/bin
 PORT     ?= 8000
 
-.PHONY: run test bench chaos lint messages makemessages clean venv
+.PHONY: run test test-pcluster bench chaos lint messages makemessages clean venv
 
 # The virtualenv is rebuilt whenever a requirements file changes.
 $(BIN)/.installed: requirements.txt requirements-dev.txt
@@ -23,6 +23,20 @@ run: $(BIN)/.installed messages
 
 test: $(BIN)/.installed messages
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# ParallelCluster's optional library (requirements-pcluster.txt) in a virtualenv of its own: aws-parallelcluster
+# brings ~75 packages (AWS CDK v1, jsii, which needs Node.js >= 18) and pins packaging to 25.x, so it stays out of
+# .venv. `make test` skips the tests that need it; this runs them (and the rest of their file) with it installed.
+PCLUSTER_VENV := .venv-pcluster
+$(PCLUSTER_VENV)/bin/.installed: requirements.txt requirements-dev.txt requirements-pcluster.txt
+	@PY=$$(scripts/find-python) || exit 1; \
+	  [ -x $(PCLUSTER_VENV)/bin/python ] || { echo "Creating $(PCLUSTER_VENV) with $$PY"; "$$PY" -m venv $(PCLUSTER_VENV); }
+	$(PCLUSTER_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+	  -r requirements-pcluster.txt -r requirements-dev.txt
+	@touch $@
+
+test-pcluster: $(PCLUSTER_VENV)/bin/.installed
+	$(PCLUSTER_VENV)/bin/python -m pytest tests/cloud/test_parallelcluster.py $(PYTEST_ARGS)
 
 # Every benchmark, then one table of its figures, goals and verdicts. BENCH_ARGS="--readme" also rewrites the
 # README's benchmark tables from this run; BENCH_ARGS="--tiny" checks that each still runs (what CI does).
@@ -45,5 +59,5 @@ clean:
 # Re-extract translatable strings into the .po catalogs (needs GNU gettext: apt-get install gettext).
 # Each app keeps its own catalog (<app>/locale); locale/ holds the base layout and portal strings.
 makemessages: $(BIN)/.installed
-	$(BIN)/python manage.py makemessages -l ja --no-obsolete --ignore=.venv --ignore=var --ignore=tenants --ignore=workloads --ignore=tests --ignore=bench
+	$(BIN)/python manage.py makemessages -l ja --no-obsolete --ignore=.venv --ignore=.venv-pcluster --ignore=var --ignore=tenants --ignore=workloads --ignore=tests --ignore=bench
 	for app in tenants workloads; do (cd $$app && mkdir -p locale && $(abspath $(BIN))/python ../manage.py makemessages -l ja --no-obsolete); done

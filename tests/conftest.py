@@ -7,19 +7,36 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 import pytest  # noqa: E402
 from django.core.cache import cache  # noqa: E402
 from django.test import Client  # noqa: E402
+from django.utils import translation  # noqa: E402
 from rest_framework.test import APIClient  # noqa: E402
 
 from portal.celery import app as celery_app  # noqa: E402
 from tenants.catalog import load_catalog  # noqa: E402
 from tenants.models import InstancePrice, InstanceType, Membership, StaffRole  # noqa: E402
+from tests.environment import require_postgresql  # noqa: E402
 from tests.factories import MembershipFactory, OrganizationFactory, StaffRoleFactory  # noqa: E402
 from workloads.validation.services import seed_baselines  # noqa: E402
+
+
+def pytest_runtest_setup(item):
+    """@pytest.mark.postgresql("why"): the test skips on another engine, and fails there in CI (tests.environment)."""
+    marker = item.get_closest_marker("postgresql")
+    if marker is not None:
+        require_postgresql(*marker.args)
 
 
 @pytest.fixture(autouse=True)
 def fast_password_hashing(settings):
     # PBKDF2's many rounds are the point in production and only slow in tests.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def default_language():
+    """A test that leaves another language active (a request in Japanese) must not change what the next one reads:
+    tests/tenants/test_cycle.py read Japanese messages after tests/tenants/test_members.py."""
+    yield
+    translation.deactivate()
 
 
 @pytest.fixture(autouse=True)

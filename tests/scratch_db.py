@@ -5,23 +5,16 @@ default connection (transactional tests, or tests with no database fixture)."""
 
 from __future__ import annotations
 
-import os
 import secrets
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
 from django.core.cache import cache
 from django.db import connections
 
-
-def unavailable(reason: str) -> None:
-    """Skip without the database locally; in CI (env CI set) fail: these tests must run there."""
-    if os.environ.get("CI"):
-        pytest.fail(reason)
-    pytest.skip(reason)
+from tests.environment import unavailable
 
 
 def engine() -> str:

@@ -4,26 +4,14 @@ and stopping it."""
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
-
-import pytest
 
 START_TIMEOUT = 15.0  # seconds; each starts in well under one, so this is only hit when something is wrong
-
-
-def unavailable(reason: str) -> NoReturn:
-    """A server the test needs cannot run here: skip. In CI (env CI set) fail instead: .ci/run installs every such
-    program, so their tests must run there, never skip."""
-    if os.environ.get("CI"):
-        pytest.fail(reason)
-    pytest.skip(reason)
 
 
 def free_port() -> int:

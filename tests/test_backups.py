@@ -18,7 +18,7 @@ from django.utils import timezone
 from portal import backups
 from portal.backups import BackupError, backup, manifest_path, read_manifest, restore
 from tests.program_figures import program_figures
-from tests.scratch_db import as_default, engine, scratch_database, unavailable
+from tests.scratch_db import as_default, engine, scratch_database
 
 DEMO = ("load_demo", "load_demo_workloads", "load_demo_usage", "load_demo_training")
 
@@ -140,9 +140,8 @@ def test_errors_are_sentences_not_tracebacks(tmp_path, monkeypatch, django_db_bl
         backup(path=tmp_path / "pg.dump", settings_dict=POSTGRES)
 
 
+@pytest.mark.postgresql("pg_dump's version is checked against a PostgreSQL server")
 def test_a_pg_dump_older_than_the_server_is_refused(tmp_path, monkeypatch, request):
-    if engine() != "postgresql":
-        unavailable("pg_dump's version is checked against a PostgreSQL server: the test database is SQLite")
     request.getfixturevalue("db")
     monkeypatch.setattr(backups, "_tool_version", lambda tool: "pg_dump (PostgreSQL) 9.6.24")
     server = connections["default"].pg_version // 10000

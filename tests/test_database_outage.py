@@ -20,7 +20,7 @@ from workloads.support.models import SupportCase
 
 pytestmark = pytest.mark.django_db(transaction=True)  # a retry needs work outside a test's transaction
 
-on_postgresql = pytest.mark.skipif(connection.vendor != "postgresql", reason="terminates a PostgreSQL backend")
+on_postgresql = pytest.mark.postgresql("terminates a PostgreSQL backend")
 RETRIED = "trying once more"
 
 

@@ -19,8 +19,6 @@ from textwrap import dedent
 import pytest
 from django_migration_linter import MigrationLinter
 
-from tests.scratch_db import engine, unavailable
-
 APPS = ("tenants", "workloads")
 # The linter reports these as warnings by default; a lock held on a large table while the old version serves
 # requests is an outage, so here they fail too. (CREATE_INDEX_EXCLUSIVE, an index built in the transaction of an
@@ -54,10 +52,8 @@ BASELINE = {
 }
 
 
-@pytest.fixture
-def postgresql():
-    if engine() != "postgresql":
-        unavailable("the linter reads PostgreSQL's SQL (production's engine): the test database is SQLite")
+# The linter reads PostgreSQL's SQL (production's engine).
+on_postgresql = pytest.mark.postgresql("the linter reads PostgreSQL's SQL")
 
 
 def lint(apps) -> dict[tuple[str, str], str]:
@@ -75,7 +71,8 @@ def lint(apps) -> dict[tuple[str, str], str]:
     return flagged
 
 
-def test_no_migration_breaks_a_rolling_deploy_or_locks_a_table(postgresql, transactional_db):
+@on_postgresql
+def test_no_migration_breaks_a_rolling_deploy_or_locks_a_table(transactional_db):
     # Outside a transaction: sqlmigrate refuses to collect a concurrent index build (atomic = False) inside one.
     flagged = lint(APPS)
     new = {key: said for key, said in flagged.items() if key not in BASELINE}
@@ -130,7 +127,8 @@ def probe_app(tmp_path, monkeypatch, settings):
     return "lintprobe"
 
 
-def test_the_linter_stops_what_a_rolling_deploy_would_not_survive(postgresql, probe_app, transactional_db):
+@on_postgresql
+def test_the_linter_stops_what_a_rolling_deploy_would_not_survive(probe_app, transactional_db):
     # transactional_db: a migration with atomic = False (CONCURRENTLY) cannot even be printed inside a transaction.
     flagged = lint({probe_app})
     assert set(flagged) == {

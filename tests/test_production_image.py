@@ -51,6 +51,7 @@ import pytest
 import yaml
 from django.conf import settings
 
+from tests.environment import unavailable
 from tests.servers import free_port
 
 ROOT = Path(settings.BASE_DIR)
@@ -294,12 +295,6 @@ def build_image(context: Path, root: Path) -> Image:
 # --- The machine's services ------------------------------------------------------------------------------------
 
 
-def _unreachable(what: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{what} (CI: this test must run)")
-    pytest.skip(what)
-
-
 @pytest.fixture(scope="module")
 def database_url():
     """A PostgreSQL database of the test's own, dropped at the end."""
@@ -314,7 +309,7 @@ def database_url():
     try:
         admin = psycopg.connect(admin_url, autocommit=True, connect_timeout=3)
     except psycopg.OperationalError as error:
-        _unreachable(f"no PostgreSQL at {parts.hostname}:{parts.port}: {error}")
+        unavailable(f"no PostgreSQL at {parts.hostname}:{parts.port}: {error}")
     with admin:
         admin.execute(f'CREATE DATABASE "{name}"')
         try:
@@ -332,7 +327,7 @@ def broker_url() -> str:
     try:
         redis.Redis.from_url(url, socket_connect_timeout=2).ping()
     except redis.ConnectionError as error:
-        _unreachable(f"no Redis at {url}: {error}")
+        unavailable(f"no Redis at {url}: {error}")
     return url
 
 

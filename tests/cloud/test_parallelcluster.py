@@ -1,5 +1,9 @@
-"""ParallelCluster: configuration rendering, the official schema (when the optional library is installed),
-the library boundary, and describe / list nodes through CloudFormation and EC2."""
+"""ParallelCluster: configuration rendering, the official schema, the library boundary, and describe / list nodes
+through CloudFormation and EC2.
+
+The schema and create tests need the optional aws-parallelcluster library (requirements-pcluster.txt), which is not
+in the default install: `make test` skips them without it, `make test-pcluster` runs this file in a virtualenv of its
+own that has it (.ci/run does, where a missing library fails them: tests.environment)."""
 
 import sys
 from datetime import UTC, datetime
@@ -19,6 +23,16 @@ from portal.cloud import (
     TransientCloudError,
 )
 from portal.cloud.parallelcluster import ParallelClusterProvider, render_config, validate_config
+from tests.environment import import_or_unavailable
+
+
+@pytest.fixture
+def pcluster():
+    """The official library, present: its schema validates every configuration create() sends."""
+    return import_or_unavailable(
+        "pcluster.schemas.cluster_schema",
+        "the optional aws-parallelcluster library is not installed (requirements-pcluster.txt: make test-pcluster)",
+    )
 
 
 def spec(storage=None, **overrides):
@@ -83,8 +97,7 @@ def test_missing_library_is_named_clearly(monkeypatch):
         ParallelClusterProvider(session=None).library  # noqa: B018
 
 
-def test_official_schema_accepts_the_rendered_config_and_rejects_a_broken_one():
-    pytest.importorskip("pcluster.schemas.cluster_schema", reason="optional extra: requirements-pcluster.txt")
+def test_official_schema_accepts_the_rendered_config_and_rejects_a_broken_one(pcluster):
     validate_config(render_config(spec()), name="fmp-7-pretrain")
     broken = render_config(spec())
     del broken["Scheduling"]["SlurmQueues"][0]["Networking"]
@@ -132,13 +145,8 @@ def not_found(stub):
     )
 
 
-@pytest.fixture
-def validated(monkeypatch):
-    """The schema check itself is tested above; here it is the library boundary that matters."""
-    monkeypatch.setattr("portal.cloud.parallelcluster.validate_config", lambda config, name: None)
-
-
-def test_create_goes_through_the_library_once(session, validated):
+def test_create_goes_through_the_library_once(session, pcluster):
+    # The official schema checks the configuration first (no stub): what reaches the library passed it.
     library = FakeLibrary()
     provider = ParallelClusterProvider(session, library=library)
     with Stubber(session.client("cloudformation")) as stub:
@@ -154,7 +162,21 @@ def test_create_goes_through_the_library_once(session, validated):
     assert kwargs["cluster_configuration"]["Scheduling"]["SlurmQueues"][0]["ComputeResources"][0]["Efa"]
 
 
-def test_library_errors_are_sorted_into_transient_and_permanent(session, validated):
+def test_an_invalid_configuration_is_refused_before_anything_is_sent(session, pcluster):
+    """The official schema refuses a file system id of the wrong shape: no CloudFormation call (the stubber has
+    no answer queued, so one would fail the test) and no library call."""
+    library = FakeLibrary()
+    provider = ParallelClusterProvider(session, library=library)
+    existing = StorageSpec(kind=StorageKind.FSX_EXISTING, file_system_id="fs-not-an-id")
+    with Stubber(session.client("cloudformation")) as stub:
+        with pytest.raises(PermanentCloudError, match="FileSystemId") as refused:
+            provider.create(spec(storage=existing))
+        stub.assert_no_pending_responses()
+    assert refused.value.code == "InvalidConfiguration"
+    assert library.calls == []
+
+
+def test_library_errors_are_sorted_into_transient_and_permanent(session, pcluster):
     class LimitExceededException(Exception):
         pass
 

@@ -27,6 +27,7 @@ from django.utils import timezone
 from portal.celery import app
 from tests.clusters.conftest import cloud_org
 from tests.clusters.test_worker_integration import forget_connections, wait_for
+from tests.environment import unavailable
 from workloads.clusters import tasks as cluster_tasks
 from workloads.clusters.reconcile import stalled_attempt
 from workloads.clusters.services import GroupRequest, create_cluster
@@ -80,10 +81,8 @@ def broker_env(request, tmp_path, monkeypatch):
         url = redis_url()
         try:
             redis.Redis.from_url(url, socket_connect_timeout=2).ping()
-        except redis.ConnectionError:
-            if os.environ.get("CI"):
-                raise
-            pytest.skip(f"no Redis at {url}")
+        except redis.ConnectionError as error:
+            unavailable(f"no Redis at {url}: {error}")
         monkeypatch.setenv("CELERY_BROKER_URL", url)
         app.conf.update(broker_url=url, broker_transport_options=django_settings.CELERY_BROKER_TRANSPORT_OPTIONS)
         env["CELERY_BROKER_URL"] = url

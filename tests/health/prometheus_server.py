@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import Server, free_port, start, unavailable
+from tests.environment import unavailable
+from tests.servers import Server, free_port, start
 
 # (metric name, labels, [(aware datetime, value), ...]), optionally followed by a type: "gauge" (the
 # default) or "counter". The type is only declared in the file: Prometheus stores and queries both alike.

@@ -8,6 +8,7 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
+from portal.cloud.prometheus import query as prometheus_query
 from tests.factories import ClusterFactory, ClusterNodeFactory, MembershipFactory, StaffRoleFactory
 from workloads.health import polling
 from workloads.health.dcgm import XID_METRIC
@@ -392,22 +393,29 @@ def test_a_gpu_label_of_minus_one_opens_nothing(member_api, cluster):
     assert not HealthEvent.objects.exists()
 
 
-def test_one_failing_source_never_stops_the_others(prometheus, cluster, monkeypatch):
-    good = source(url=prometheus([xid("ip-10-1-0-1", g, 79 if g == 0 else 0, 0) for g in range(8)]).url)
-    bad = PrometheusSource.objects.create(name="broken", url="http://127.0.0.1:9")
-    real = polling.apply_source
+def test_one_failing_source_never_stops_the_others(prometheus, cluster):
+    # Node 1's GPU 0 has an Xid 79; node 2 is healthy (it reports, so it is not silent either).
+    server = prometheus([*[xid("ip-10-1-0-1", g, 79 if g == 0 else 0, 0) for g in range(8)], *healthy("ip-10-1-0-2")])
+    # Sources are polled in name order: the broken one first, so without poll_all's protection its error would end
+    # the poll before the good source is read.
+    bad = PrometheusSource.objects.create(name="a broken workspace", url="http://broken.invalid:9090")
+    good = source(url=server.url)
+    assert list(PrometheusSource.objects.values_list("pk", flat=True)) == [bad.pk, good.pk]
 
-    def explode(source, *args, **kwargs):
-        if source.pk == bad.pk:
+    def query(endpoint, promql, *, at, **kwargs):
+        if endpoint.url == bad.url:
+            # Not a CloudError or ParseError: poll_source lets it through, only poll_all's `except Exception` stops it.
             raise RuntimeError("boom")
-        return real(source, *args, **kwargs)
+        return prometheus_query(endpoint, promql, at=at, **kwargs)  # the good source: the real client, real server
 
-    monkeypatch.setattr(polling, "apply_source", explode)
-    monkeypatch.setattr(polling, "prometheus_vector_pairs", lambda payload: [])
-    assert polling.poll_all(now=T0)["sources"] >= 1
+    assert polling.poll_all(now=T0, query=query) == {"sources": 1, "opened": 1, "resolved": 0}
+    (event,) = HealthEvent.objects.all()  # the good source's Xid 79 on GPU 0 of node 1
+    assert (event.instance_id, event.gpu, event.kind, event.code) == ("i-0001", 0, "gpu_xid", 79)
+    assert event.case is not None
     bad.refresh_from_db()
     good.refresh_from_db()
-    assert good.last_error == "" and bad.last_error
+    assert bad.last_error == "RuntimeError: boom" and bad.last_polled_at == T0
+    assert good.last_error == "" and good.last_polled_at == T0
 
 
 def test_open_must_be_true_or_false(member_api):

@@ -106,10 +106,11 @@ def test_h100_driver_codes_are_critical_with_the_catalogs_action(code, action):
 
 
 def test_a_code_nvidia_resolves_by_reset_or_reboot_is_never_a_warning():
-    for rule in XID_RULES.values():
-        if rule.resolution in ("RESET_GPU", "RESTART_VM", "RESTART_BM"):
-            assert rule.severity is Severity.CRITICAL, rule.code
-            assert rule.action in (Action.RESET_GPU, Action.REBOOT_NODE, Action.REPLACE_NODE), rule.code
+    resolved = [rule for rule in XID_RULES.values() if rule.resolution in ("RESET_GPU", "RESTART_VM", "RESTART_BM")]
+    assert resolved, "no rule says NVIDIA resolves it by reset or reboot: the catalog was not read"
+    for rule in resolved:
+        assert rule.severity is Severity.CRITICAL, rule.code
+        assert rule.action in (Action.RESET_GPU, Action.REBOOT_NODE, Action.REPLACE_NODE), rule.code
 
 
 def test_an_application_xid_stays_a_warning_to_restart_the_job():

@@ -1,6 +1,6 @@
 """The alert rules shipped in deploy/prometheus/: valid, and each one's unit tests pass (`promtool test rules`).
 
-Skipped where promtool is not installed, never in CI (tests.servers.unavailable): .ci/run installs it.
+Skipped where promtool is not installed, never in CI (tests.environment.unavailable): .ci/run installs it.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 import yaml
 from django.conf import settings
 
-from tests.servers import unavailable
+from tests.environment import unavailable
 
 RULES = Path(settings.BASE_DIR) / "deploy" / "prometheus"
 

@@ -5,7 +5,7 @@ tells an operator to; the test exercises the portal (pages, a task, AWS calls, r
 before and between scrapes, then runs every panel's query: each must return data, a number and not an empty
 answer or NaN. The alert rules' metrics must be among what /metrics serves.
 
-Skipped where Prometheus is not installed, never in CI (tests.servers.unavailable).
+Skipped where Prometheus is not installed, never in CI (tests.environment.unavailable).
 """
 
 from __future__ import annotations
@@ -28,9 +28,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from rest_framework.test import APIClient
 
 from tests.cloud.conftest import aws, no_counted_calls, session  # noqa: F401  (fixtures)
+from tests.environment import unavailable
 from tests.factories import ClusterFactory
 from tests.jobs.sacct_rows import HEADER, line
-from tests.servers import Server, free_port, start, unavailable
+from tests.servers import Server, free_port, start
 from workloads.clusters.models import Cluster
 from workloads.operations.tasks import heartbeat
 from workloads.reporting.services import issue_token

@@ -355,8 +355,6 @@ def test_the_reporters_options_work_after_the_script_name(node, portal):  # noqa
 
 def test_it_runs_beside_the_reporter_alone_under_the_python_of_amazon_linux_2(node, portal, tmp_path):  # noqa: F811
     python = old_python()
-    if python is None:
-        pytest.skip("no Python 3.7/3.8 here (set FMP_OLD_PYTHON to one)")
     opt = tmp_path / "opt"
     opt.mkdir()
     for path in (PROGRESS, Path(fmp_reporter.__file__)):

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 import time_machine
+from django.core.exceptions import ValidationError
 from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -95,8 +96,9 @@ def test_disabling_revokes_every_token_at_once_and_enabling_does_not_revive_them
     assert set(ApiToken.objects.filter(user=account.user).values_list("revoked_by", flat=True)) == {admin.pk}
     account.user.refresh_from_db()
     assert not account.user.is_active
-    with pytest.raises(Exception, match="disabled"):
+    with pytest.raises(ValidationError, match="disabled") as refused:
         key_for(account)  # a disabled account gets no token
+    assert refused.value.code == "disabled"
     event = AuditEvent.objects.get(action="service_account.disabled")
     assert event.changes["tokens_revoked"] == [0, 2]
 

@@ -14,7 +14,8 @@ from urllib.parse import urljoin
 
 import requests
 
-from tests.servers import Server, free_port, start, unavailable
+from tests.environment import unavailable
+from tests.servers import Server, free_port, start
 
 HERE = Path(__file__).resolve().parent
 CLIENT_ID = "fmportal"

@@ -37,7 +37,8 @@ from saml2.saml import NAME_FORMAT_URI, NAMEID_FORMAT_PERSISTENT, NAMEID_FORMAT_
 from saml2.server import Server
 from saml2.sigver import security_context
 
-from tests.servers import free_port, unavailable
+from tests.environment import unavailable
+from tests.servers import free_port
 
 OTHER_IDP = "https://idp.other-university.example/idp/shibboleth"
 

@@ -18,7 +18,7 @@ from tests.factories import CapacityPoolFactory, CapacityRequestFactory, Organiz
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("catalog"),
-    pytest.mark.skipif(connection.vendor != "postgresql", reason="row locks need PostgreSQL (CI runs it there)"),
+    pytest.mark.postgresql("row locks"),
 ]
 
 RACERS = 24

@@ -9,6 +9,7 @@ from datetime import date, timedelta
 import pytest
 from django.conf import settings
 from django.core import mail
+from django.core.exceptions import ValidationError
 from django.urls import reverse
 
 from tenants.capacity.ledger import differences
@@ -109,7 +110,7 @@ def test_a_what_if_plan_is_never_applied(manager, pool, queue):
     assert rows[first.pk]["instances"] == 20
     assert plan.result["forced_fits"] is True
     assert any(d["request"] != first.pk for d in plan.result["displaced"])
-    with pytest.raises(Exception, match="what-if"):
+    with pytest.raises(ValidationError, match="what-if"):
         apply_plan(user=manager, plan=plan)
     assert not Allocation.objects.filter(request__in=queue).exists()
     made = AuditEvent.objects.get(action="plan.created")
@@ -165,6 +166,7 @@ def test_api_what_if_growth_answers_without_touching_the_ledger(manager, api_cli
     made = api_client.post("/api/v1/capacity-plans/", body, format="json")
     assert made.status_code == 201, made.json()
     rows = {r["request"]: r for r in made.json()["result"]["requests"]}
+    assert len(rows) == len(queue)
     assert all(r["decision"] == "as_asked" for r in rows.values())
     applied = api_client.post(f"/api/v1/capacity-plans/{made.json()['id']}/apply/", {}, format="json")
     assert applied.status_code == 400

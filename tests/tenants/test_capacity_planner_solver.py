@@ -15,7 +15,6 @@ from tenants.capacity.planning.solver import (
     PoolInput,
     Profile,
     RequestInput,
-    asked_demand,
     candidates,
     first_come_first_served,
     options,
@@ -96,41 +95,103 @@ def test_a_later_window_is_considered_only_where_it_has_more_room():
     assert len(options(asked, pool, today=TODAY)) == 7
 
 
-def brute_force(requests, pools, *, fairness: str) -> tuple[int, int]:
-    """(best floor, best total instance-days) by trying every assignment: the same lexicographic rule."""
-    fcfs_total = sum(g.instance_days for g in first_come_first_served(requests, pools, today=TODAY).values())
-    choices = []
-    asked, counted = {}, set()
-    demand = asked_demand(requests, today=TODAY)
+def queue_order_total(requests, pools) -> int:
+    """First-come-first-served, on its own: in queue order each request gets, over its asked window (from today),
+    as many of its instances as every day of it still has free, or none if the window leaves the pool."""
+    load = {(pool.id, day): n for pool in pools.values() for day, n in pool.used.items()}
+    total = 0
     for r in requests:
         pool = pools[r.pool_id]
-        profile = Profile(pool, first=TODAY, last=pool.ends_on)
-        windows = candidates(r, pool, profile, today=TODAY, demand=demand[r.pool_id])
-        choices.append([None] + [(o, n) for o, _room in windows for n in range(1, r.instance_count + 1)])
+        first = max(r.starts_on, TODAY)
+        if r.ends_on > pool.ends_on or r.ends_on < first:
+            continue
+        days = [first + timedelta(days=i) for i in range((r.ends_on - first).days + 1)]
+        n = max(min(r.instance_count, *(pool.allocatable - load.get((pool.id, d), 0) for d in days)), 0)
+        for d in days:
+            load[(pool.id, d)] = load.get((pool.id, d), 0) + n
+        total += n * len(days)
+    return total
+
+
+def days_of(first: date, last: date) -> list[date]:
+    return [first + timedelta(days=i) for i in range((last - first).days + 1)]
+
+
+def moves_allowed(r, windows, pool, requests) -> list:
+    """The README's rule on moves, applied on its own: of a request's windows in order, the first with room, then a
+    later one only where it has more room than every earlier one — on the ledger alone, or with the other requests'
+    asks (as asked, from today) counted too."""
+
+    def others_asked(day: date) -> int:
+        return sum(
+            o.instance_count
+            for o in requests
+            if o is not r and o.pool_id == r.pool_id and max(o.starts_on, TODAY) <= day <= o.ends_on
+        )
+
+    kept, most_room, most_contended = [], 0, -1
+    for first, last in windows:
+        days = days_of(first, last)
+        room = min(r.instance_count, *(pool.allocatable - pool.used.get(day, 0) for day in days))
+        contended = min(room, *(pool.allocatable - pool.used.get(day, 0) - others_asked(day) for day in days))
+        contended = max(contended, 0)
+        if room > 0 and (not kept or room > most_room or contended > most_contended):
+            kept.append((first, last))
+        most_room, most_contended = max(most_room, room), max(most_contended, contended)
+    return kept
+
+
+def brute_force(requests, pools, *, fairness: str) -> tuple[int, int]:
+    """(best floor, best total instance-days) by trying every assignment, using nothing of the solver's: each
+    request left pending, or granted 1 to its asked instances on a window of its asked length starting on any day
+    from its asked start to the end of its slack, within the pool's days and allowed by the rule on moves. Feasible
+    when no pool-day holds more than allocatable, ledger included; kept when it grants at least what the queue
+    order grants (goal 1); best by (the smallest organization share, the total), lexicographically — the fairness
+    rule, goal by goal.
+    """
+    windows = {}
+    for r in requests:
+        pool = pools[r.pool_id]
+        length = (r.ends_on - r.starts_on).days + 1
+        every = [
+            (start, start + timedelta(days=length - 1))
+            for shift in range(r.start_slack_days + 1)
+            if (start := r.starts_on + timedelta(days=shift)) >= max(pool.starts_on, TODAY)
+            and start + timedelta(days=length - 1) <= pool.ends_on
+        ]
+        windows[r.id] = moves_allowed(r, every, pool, requests)
+
+    def free(pool, first, last) -> int:
+        return min(pool.allocatable - pool.used.get(day, 0) for day in days_of(first, last))
+
+    asked, counted = {}, set()
+    for r in requests:
         asked[r.organization_id] = asked.get(r.organization_id, 0) + r.instance_count * (
             (r.ends_on - r.starts_on).days + 1
         )
-        if windows:
+        # An organization counts in the minimum share if some request of it fits somewhere on the ledger alone.
+        if any(free(pools[r.pool_id], first, last) > 0 for first, last in windows[r.id]):
             counted.add(r.organization_id)
+    queue_total = queue_order_total(requests, pools)
+    choices = [[None] + [(w, n) for w in windows[r.id] for n in range(1, r.instance_count + 1)] for r in requests]
     best = (-1, -1)
     for combo in itertools.product(*choices):
         load: dict = {}
-        ok = True
         granted: dict = {}
         total = 0
         for r, pick in zip(requests, combo, strict=True):
             if pick is None:
                 continue
-            o, n = pick
-            total += n * o.days
-            granted[r.organization_id] = granted.get(r.organization_id, 0) + n * o.days
-            for i in range(o.days):
-                key = (r.pool_id, o.starts_on + timedelta(days=i))
+            (first, last), n = pick
+            days = (last - first).days + 1
+            total += n * days
+            granted[r.organization_id] = granted.get(r.organization_id, 0) + n * days
+            for i in range(days):
+                key = (r.pool_id, first + timedelta(days=i))
                 load[key] = load.get(key, 0) + n
-                pool = pools[r.pool_id]
-                if load[key] + pool.used.get(key[1], 0) > pool.allocatable:
-                    ok = False
-        if not ok or total < fcfs_total:
+        if any(n + pools[pool_id].used.get(day, 0) > pools[pool_id].allocatable for (pool_id, day), n in load.items()):
+            continue
+        if total < queue_total:
             continue
         floor = 0
         if fairness == "maxmin":

@@ -5,6 +5,7 @@ and its margin, and answers anything else with a 400 or a form error naming the 
 from datetime import date
 
 import pytest
+from django.core.exceptions import ValidationError
 from rest_framework.test import APIClient
 
 from tenants.cycle import check_dates, program_cycle
@@ -34,7 +35,7 @@ def test_the_cycle_is_the_programs_with_its_margin(pool):
     cycle = program_cycle()
     assert (cycle.first, cycle.last) == (date(2026, 12, 2), date(2027, 7, 31))
     check_dates(start=date(2026, 12, 2), end=date(2027, 7, 31))  # the edges are in
-    with pytest.raises(Exception) as error:
+    with pytest.raises(ValidationError) as error:
         check_dates(start=date(1, 1, 1), end=date(9999, 12, 31), other=date(2027, 3, 1))
     assert set(error.value.message_dict) == {"start", "end"}
     assert "2026-12-02 to 2027-07-31" in error.value.message_dict["start"][0]

@@ -51,7 +51,9 @@ def test_demo_logins_and_roles():
 @pytest.mark.django_db
 def test_every_demo_organization_has_members_of_each_role():
     call_command("load_demo")
-    for org in Organization.objects.all():
+    orgs = list(Organization.objects.all())
+    assert orgs, "the demo made no organization: nothing below would be checked"
+    for org in orgs:
         roles = sorted(org.memberships.values_list("role", flat=True))
         assert set(roles) == {"admin", "member", "viewer"}, org.slug
         assert roles.count("admin") == 1 and len(roles) == 4, org.slug
@@ -78,7 +80,9 @@ def test_demo_capacity_respects_every_pool_and_leaves_requests_to_review():
     call_command("load_demo", "--start", "2027-01-01")
     call_command("load_demo", "--start", "2027-01-01")
     assert Allocation.objects.count() == 12
-    for pool in CapacityPool.objects.all():
+    pools = list(CapacityPool.objects.all())
+    assert pools, "the demo made no pool: nothing below would be checked"
+    for pool in pools:
         spans = [Span(a.starts_on, a.ends_on, a.instance_count) for a in pool.allocations.all()]
         assert peak_usage(spans, starts_on=pool.starts_on, ends_on=pool.ends_on).used <= pool.allocatable_instances
     submitted = CapacityRequest.objects.filter(status=CapacityRequest.Status.SUBMITTED)

@@ -4,7 +4,6 @@ are lost, and a chunk posted twice at once is read once."""
 from __future__ import annotations
 
 import pytest
-from django.db import connection
 from django.db.models import Sum
 
 from tests.tenants.test_capacity_concurrency import race
@@ -15,7 +14,7 @@ from workloads.training.services import post_progress, run_for
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("catalog"),
-    pytest.mark.skipif(connection.vendor != "postgresql", reason="row locks need PostgreSQL (CI runs it there)"),
+    pytest.mark.postgresql("row locks"),
 ]
 
 JOBS = 8

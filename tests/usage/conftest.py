@@ -110,3 +110,27 @@ def week(program, p5, trn1, org_a, org_b, manager):
         )
         rollups.mark_everything()
         rollups.roll_up()
+
+
+# The `week` fixture's running cost per organization and day, in micro-USD, by hand from its runs (hours × rate;
+# P5 55.04 USD/h to the 10th, 40.00 from the 11th; Trn1 21.50; the controller has no pool and costs nothing here):
+# alpha  8th: a1 24 h × 55.04                     = 1,320.96
+#        9th: a1 8 h (to 08:00) × 55.04           =   440.32
+#       10th: a2 10.5 h (from 13:30) × 55.04 = 577.92, t1 24 h × 21.50 = 516.00   → 1,093.92
+#       11th: a2 24 h × 40.00 = 960.00,        t1 24 h × 21.50 = 516.00   → 1,476.00
+#       12th: a2 18 h (last seen 18:00) × 40.00 = 720.00, t1 12 h × 21.50 = 258.00 → 978.00
+#       13th, 14th: nothing                                              (week: 5,309.20)
+# beta   8th–10th: b1 24 h × 55.04 = 1,320.96 a day; 11th–14th: 24 h × 40.00 = 960.00 a day (week: 7,802.88)
+WEEK_RUNNING_COST = {
+    "alpha": {
+        date(2027, 3, 8): 1_320_960_000,
+        date(2027, 3, 9): 440_320_000,
+        date(2027, 3, 10): 1_093_920_000,
+        date(2027, 3, 11): 1_476_000_000,
+        date(2027, 3, 12): 978_000_000,
+    },
+    "beta": {
+        **{date(2027, 3, day): 1_320_960_000 for day in (8, 9, 10)},
+        **{date(2027, 3, day): 960_000_000 for day in (11, 12, 13, 14)},
+    },
+}

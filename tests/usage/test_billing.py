@@ -9,7 +9,6 @@ import pytest
 import requests
 import time_machine
 from botocore.stub import Stubber
-from django.db.models import Sum
 from django.urls import reverse
 from moto import mock_aws
 from rest_framework.test import APIClient
@@ -18,8 +17,8 @@ from portal.cloud import TransientCloudError
 from portal.cloud.costs import daily_costs
 from portal.cloud.session import CloudSession
 from tenants.models import Organization
-from tests.usage.conftest import AFTER, WEEK
-from workloads.models import BilledCost, UsageDay
+from tests.usage.conftest import AFTER, WEEK, WEEK_RUNNING_COST
+from workloads.models import BilledCost
 from workloads.usage import billing
 from workloads.usage.definitions import usd
 from workloads.usage.reports import program_report
@@ -174,21 +173,15 @@ def test_fetch_replaces_the_days_it_reads_and_keeps_the_others(week, org_a, org_
 
 
 def bill_days(org, factor: Decimal, *, last: date) -> None:
-    """Cost Explorer's rows for the organization from the week's first day to `last`: each day's computed running
-    cost × factor."""
-    daily = (
-        UsageDay.objects.for_org(org)
-        .filter(day__gte=WEEK.first, day__lte=last)
-        .values("day")
-        .annotate(cost=Sum("running_cost_micro_usd"))
-    )
-    for row in daily:
-        if row["cost"]:
+    """Cost Explorer's rows for the organization from the week's first day to `last`: each day's running cost,
+    computed by hand (tests/usage/conftest.py, WEEK_RUNNING_COST), × factor."""
+    for day, cost in WEEK_RUNNING_COST[org.slug].items():
+        if WEEK.first <= day <= last:
             BilledCost.objects.create(
                 organization=org,
-                day=row["day"],
+                day=day,
                 instance_type="p5.48xlarge",
-                cost_micro_usd=int(row["cost"] * factor),
+                cost_micro_usd=int(cost * factor),
                 fetched_at=AFTER,
             )
 
@@ -204,12 +197,11 @@ def test_billed_and_computed_are_compared_over_the_settled_days_only(
         bill_days(org, Decimal("1"), last=through)
     report = program_report(period=WEEK, organizations=Organization.objects.all(), program=program)
     assert report.billed_through == through
-    settled = dict(
-        UsageDay.objects.filter(day__gte=WEEK.first, day__lte=through)
-        .values("organization_id")
-        .annotate(cost=Sum("running_cost_micro_usd"))
-        .values_list("organization_id", "cost")
-    )
+    # By hand (conftest, WEEK_RUNNING_COST), the 8th to the 12th:
+    # alpha 1,320.96 + 440.32 + 1,093.92 + 1,476.00 + 978.00 = 5,309.20 USD;
+    # beta  3 × 24 h × 55.04 + 2 × 24 h × 40.00 = 3,962.88 + 1,920.00 = 5,882.88 USD.
+    settled = {org_a.pk: 5_309_200_000, org_b.pk: 5_882_880_000}
+    assert sorted(row.organization.pk for row in report.rows) == sorted(settled)
     for row in report.rows:
         assert row.billed_check.computed == settled[row.organization.pk]
         assert abs(row.billed - settled[row.organization.pk]) <= 10  # int() per day

@@ -19,7 +19,7 @@ from tests.usage.conftest import allocate, jst, run
 from workloads.clusters.models import Cluster
 from workloads.usage import rollups
 from workloads.usage.definitions import cost_micro_usd
-from workloads.usage.models import BilledCost, UsageDay
+from workloads.usage.models import BilledCost
 
 NOW = jst(2027, 3, 17, 9)  # a Wednesday: last closed week is 2027-W10 (Mar 8–14), this week W11
 
@@ -49,19 +49,21 @@ def story(program, p5, trn1, org_a, org_b):
     run(gamma, "p5.48xlarge", jst(2027, 2, 1), jst(2027, 3, 15), instance="g1")
     roll_up()
     for day in range(8, 13):
-        computed = sum(
-            UsageDay.objects.filter(organization=org_a, day=date(2027, 3, day)).values_list(
-                "running_cost_micro_usd", flat=True
-            )
-        )
         BilledCost.objects.create(
             organization=org_a,
             day=date(2027, 3, day),
             instance_type="p5.48xlarge",
-            cost_micro_usd=computed * 6 // 5,
+            cost_micro_usd=ALPHA_DAY * 6 // 5,  # 2,641.92 × 1.2 = 3,170.304 USD
             fetched_at=NOW,
         )
     return {"alpha": org_a, "beta": org_b, "gamma": gamma}
+
+
+# By hand, at the catalog's P5 rate in us-east-1 (55.04 USD/h; no negotiated rate in this story):
+# Alpha runs 2 P5 all day: 2 × 24 h × 55.04 = 2,641.92 USD a day.
+ALPHA_DAY = 2_641_920_000  # micro-USD
+# Gamma's one P5 past its allocation, the 10th to the 14th: 5 × 24 h × 55.04 = 6,604.80 USD.
+GAMMA_OVER_COST = 6_604_800_000
 
 
 def get_landing(client):
@@ -81,11 +83,7 @@ def test_landing_orders_the_week_idle_first_and_shows_over_allocation_and_billed
     gamma = next(row for row in last_week.rows if row.organization.name == "Gamma Lab")
     # The 10th to the 14th, beyond its allocation: 5 days × 24 h of one node, never netted against Beta's idle.
     assert gamma.over == 5 * 24 * 3_600_000_000
-    assert gamma.over_cost == sum(
-        UsageDay.objects.filter(
-            organization=story["gamma"], day__gte=date(2027, 3, 10), day__lte=date(2027, 3, 14)
-        ).values_list("running_cost_micro_usd", flat=True)
-    )
+    assert gamma.over_cost == GAMMA_OVER_COST
     assert last_week.over == gamma.over and last_week.over_orgs == 1
     alpha = next(row for row in last_week.rows if row.organization.name == "Alpha Lab")
     assert alpha.billed.gap == Decimal("0.2") or abs(alpha.billed.gap - Decimal("0.2")) < Decimal("0.0001")
@@ -105,13 +103,9 @@ def test_billed_gap_compares_only_settled_days(manager_client, story):
     would read as a −30% gap."""
     response = get_landing(manager_client)
     alpha = next(r for r in response.context["glance"].weeks[0].rows if r.organization.slug == "alpha")
-    settled = sum(
-        UsageDay.objects.filter(
-            organization=story["alpha"], day__lte=date(2027, 3, 12), day__gte=date(2027, 3, 8)
-        ).values_list("running_cost_micro_usd", flat=True)
-    )
+    settled = 5 * ALPHA_DAY  # the 8th to the 12th: 5 × 2,641.92 = 13,209.60 USD
     assert alpha.billed.computed == settled
-    assert alpha.figures.running_cost > settled  # the week has two unsettled days
+    assert alpha.figures.running_cost == 7 * ALPHA_DAY  # the whole week: two days more, not yet billed
 
 
 @pytest.mark.django_db

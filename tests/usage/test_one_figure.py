@@ -138,14 +138,18 @@ def test_a_csv_reads_as_numbers_in_python(gamma, manager_client):
     rows = list(csv.reader(io.StringIO(text)))
     assert rows[0][:3] == ["period_start", "period_end", "organization"]
     text_columns = {"period_start", "period_end", "organization", "organization_name", "idle", "billed_through"}
-    for record in csv.DictReader(io.StringIO(text)):
+    records = list(csv.DictReader(io.StringIO(text)))
+    assert len(records) == len(rows) - 1 > 0  # every line after the header, and at least one
+    for record in records:
         assert (record["period_start"], record["period_end"]) == ("2027-03-08", "2027-03-14")
         for column, value in record.items():
             if column not in text_columns and value != "":
                 Decimal(value)  # raises on '-0.5 or any text
     daily = manager_client.get("/orgs/gamma/usage/export.csv?period=2027-W10")
     assert "usage-gamma-2027-W10-" in daily["Content-Disposition"]
-    for record in csv.DictReader(io.StringIO(daily.content.decode("utf-8-sig"))):
+    daily_records = list(csv.DictReader(io.StringIO(daily.content.decode("utf-8-sig"))))
+    assert daily_records, "the organization's daily CSV has no row"
+    for record in daily_records:
         for column, value in record.items():
             if column not in {"period_start", "period_end", "day", "instance_type", "region", "rate_source"} and value:
                 Decimal(value)

@@ -110,6 +110,8 @@ def test_a_rate_change_reprices_the_days_it_covers_and_nothing_else(week, org_b,
         )
     after = {row.day: row for row in UsageDay.objects.filter(organization=org_b, pool=p5)}
     running_hours = {date(2027, 3, 13): 24, date(2027, 3, 14): 24, date(2027, 3, 15): 24, date(2027, 3, 16): 6}
+    # Both branches below are taken: the repriced days, and days before the 13th that must stay as they were.
+    assert set(running_hours) <= set(after) and min(after) < date(2027, 3, 13), sorted(after)
     for day, row in after.items():
         if day >= date(2027, 3, 13):
             assert row.usd_per_hour == Decimal("30.00") and row.rate_source == "negotiated"

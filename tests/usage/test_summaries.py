@@ -8,12 +8,11 @@ from decimal import Decimal
 
 import pytest
 import time_machine
-from django.db import connection
 from django.db.models import F
 
 from tenants.models import Allocation, Organization
 from tests.factories import OrganizationFactory
-from tests.usage.conftest import AFTER, WEEK, allocate, jst, run
+from tests.usage.conftest import AFTER, WEEK, WEEK_RUNNING_COST, allocate, jst, run
 from workloads.usage import rates, rollups, summaries
 from workloads.usage.billed import BilledCheck, billed_settled_through, week_summaries_settled
 from workloads.usage.models import (
@@ -138,6 +137,7 @@ def test_the_program_table_is_the_daily_rows_sums_whichever_rows_it_reads(week, 
     expected = summed(days, "organization_id")
     previous = period.previous()
     before = summed(UsageDay.objects.filter(day__gte=previous.first, day__lte=previous.last), "organization_id")
+    assert expected, "the week's daily rows hold nothing for this period"
     assert {row.organization.pk: row.figures for row in rows} == {key[0]: f for key, f in expected.items()}
     for row in rows:
         earlier = before.get((row.organization.pk,))
@@ -146,7 +146,7 @@ def test_the_program_table_is_the_daily_rows_sums_whichever_rows_it_reads(week, 
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="concurrent writers need PostgreSQL (CI runs it there)")
+@pytest.mark.postgresql("concurrent writers")
 def test_rollups_running_at_once_leave_the_summaries_whole(catalog, program, p5):
     """Six rollups at once, one organization-day per batch, all on the same days of the same pool: each writes
     the pool-days every other one also writes."""
@@ -174,11 +174,8 @@ def bill(org, day: date, micro_usd: int) -> None:
 
 
 def running_cost(org, first: date, last: date) -> int:
-    return sum(
-        UsageDay.objects.filter(organization=org, day__gte=first, day__lte=last).values_list(
-            "running_cost_micro_usd", flat=True
-        )
-    )
+    """The organization's running cost over the days, from the hand-computed table (never from the rows written)."""
+    return sum(cost for day, cost in WEEK_RUNNING_COST[org.slug].items() if first <= day <= last)
 
 
 @pytest.mark.django_db
@@ -189,6 +186,7 @@ def test_the_billed_check_from_the_summaries_is_the_daily_rows_check(week, progr
     BilledCheck gives over the daily rows — exactly at the tolerance too — and a day billed since is read from the
     daily rows until the next fetch."""
     computed = running_cost(org_a, date(2027, 3, 8), date(2027, 3, 12))
+    assert computed == 5_309_200_000  # 1,320.96 + 440.32 + 1,093.92 + 1,476.00 + 978.00 USD (conftest)
     billed = int(Decimal(computed) * Decimal(ratio))
     for day in range(8, 13):
         bill(org_a, date(2027, 3, day), 0)
@@ -210,6 +208,7 @@ def test_the_billed_check_from_the_summaries_is_the_daily_rows_check(week, progr
         report = program_report(period=WEEK, organizations=Organization.objects.all(), program=program)
         alpha = next(row for row in report.rows if row.organization == org_a)
         computed_13 = running_cost(org_a, date(2027, 3, 8), date(2027, 3, 13))
+        assert computed_13 == computed  # Alpha ran nothing on the 13th (a2 last seen the 12th, t1 ended at noon)
         assert (alpha.billed, alpha.billed_computed) == (billed, computed_13)
 
 
