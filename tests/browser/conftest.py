@@ -101,3 +101,19 @@ def screenshot(page):
         return path
 
     return take
+
+
+# axe-core (Deque's accessibility rules engine, pinned in tests/browser/package.json, installed by `.ci/run`): a page's
+# serious and critical violations, each with the first elements it names.
+AXE = Path(__file__).parent / "node_modules" / "axe-core" / "axe.min.js"
+SERIOUS = """async () => (await axe.run(document, {resultTypes: ['violations']})).violations
+    .filter(v => ['serious', 'critical'].includes(v.impact))
+    .map(v => v.id + ': ' + v.nodes.map(n => n.target.join(' ')).slice(0, 3).join(', '))"""
+
+
+@pytest.fixture
+def axe():
+    """axe-core's source, to `page.evaluate` (not a <script> tag: the Content-Security-Policy refuses inline ones)."""
+    if not AXE.exists():
+        unavailable(f"no axe-core at {AXE}: (cd tests/browser && npm ci) — .ci/run installs it")
+    return AXE.read_text()

@@ -3,29 +3,16 @@ tests/browser/package.json, installed by `.ci/run`) with no serious or critical 
 and never scroll sideways: the workload page, the log upload, an organization's usage, the landing page and the
 weekly review, in English and Japanese."""
 
-from pathlib import Path
-
 import pytest
 from django.core.management import call_command
 
+from tests.browser.conftest import SERIOUS
 from tests.browser.test_usage import log_in
-from tests.environment import unavailable
 from workloads.records.models import Workload
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("catalog")]
 
-AXE = Path(__file__).parent / "node_modules" / "axe-core" / "axe.min.js"
-SERIOUS = """async () => (await axe.run(document, {resultTypes: ['violations']})).violations
-    .filter(v => ['serious', 'critical'].includes(v.impact))
-    .map(v => v.id + ': ' + v.nodes.map(n => n.target.join(' ')).slice(0, 3).join(', '))"""
 SIDEWAYS = "() => document.documentElement.scrollWidth - window.innerWidth"
-
-
-@pytest.fixture
-def axe():
-    if not AXE.exists():
-        unavailable(f"no axe-core at {AXE}: (cd tests/browser && npm ci) — .ci/run installs it")
-    return AXE.read_text()
 
 
 @pytest.mark.parametrize("width", [1280, 390])

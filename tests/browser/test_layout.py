@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from tests.browser.test_accessibility import SERIOUS, axe  # noqa: F401  (fixture)
+from tests.browser.conftest import SERIOUS
 from tests.browser.test_usage import OVERFLOWING, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("catalog")]

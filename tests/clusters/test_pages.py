@@ -126,7 +126,7 @@ def test_current_nodes_come_first_and_nodes_that_left_are_folded_and_paged(membe
     assert folded.count('data-testid="gone-row"') == GONE_PAGE_SIZE == 20
     assert "node-case" not in folded and "88 nodes have left the cluster" in folded
     assert folded.index(f"i-{cluster.pk:04d}00012") < folded.index(f"i-{cluster.pk:04d}00013")  # the latest first
-    assert "Page 1 of 5" in folded and "<details" in html and "<details data-testid=\"gone-nodes\" open" not in html
+    assert "Page 1 of 5" in folded and "<details" in html and '<details data-testid="gone-nodes" open' not in html
 
     second = member_client.get(f"/clusters/{cluster.pk}/", {"gone_page": 5}).text
     assert '<details data-testid="gone-nodes" open' in second  # paging keeps the fold open
