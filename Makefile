@@ -3,7 +3,7 @@ VENV     := .venv
 BIN      := $(VENV)/bin
 PORT     ?= 8000
 
-.PHONY: run test test-pcluster bench chaos lint messages makemessages clean venv
+.PHONY: run test test-pcluster bench chaos lint messages makemessages clean venv docs
 
 # The virtualenv is rebuilt whenever a requirements file changes.
 $(BIN)/.installed: requirements.txt requirements-dev.txt
@@ -39,7 +39,8 @@ test-pcluster: $(PCLUSTER_VENV)/bin/.installed
 	$(PCLUSTER_VENV)/bin/python -m pytest tests/cloud/test_parallelcluster.py $(PYTEST_ARGS)
 
 # Every benchmark, then one table of its figures, goals and verdicts. BENCH_ARGS="--readme" also rewrites the
-# README's benchmark tables from this run; BENCH_ARGS="--tiny" checks that each still runs (what CI does).
+# benchmark tables in docs/ (docs/operations/benchmarks.md) from this run; BENCH_ARGS="--tiny" checks that each
+# still runs (what CI does).
 bench: $(BIN)/.installed messages
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
@@ -48,6 +49,11 @@ bench: $(BIN)/.installed messages
 # exits 1 when a goal is missed. Stops by itself and leaves no process or folder behind.
 chaos: $(BIN)/.installed messages
 	MINUTES=$(or $(MINUTES),10) SEED=$(or $(SEED),1) $(BIN)/python scripts/chaos.py
+
+# The documentation site (mkdocs.yml, docs/) into var/site: --strict fails on a broken link or anchor, as
+# tests/test_docs.py does in `make test`. Open var/site/index.html.
+docs: $(BIN)/.installed
+	$(BIN)/mkdocs build --strict --site-dir var/site
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check .

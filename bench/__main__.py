@@ -12,8 +12,9 @@ recorded no figure at all): a missed goal is a finding, reported in the table, n
     python -m bench --tiny           every benchmark at a tiny size (BENCH_TINY=1; the figures mean nothing)
     python -m bench --markdown       the final table as Markdown
     python -m bench --report FILE    keep the run's records (JSON lines) in FILE
-    python -m bench --readme         rewrite the README's tables of the benchmarks that ran, between
-                                     <!-- bench:NAME --> and <!-- /bench:NAME --> (never from a tiny run)
+    python -m bench --readme         rewrite the docs' tables of the benchmarks that ran, between
+                                     <!-- bench:NAME --> and <!-- /bench:NAME --> in any page of docs/ (today
+                                     docs/operations/benchmarks.md; never from a tiny run)
     python -m bench --from FILE      no run: the table (and --readme) from records kept with --report
 """
 
@@ -33,7 +34,8 @@ from pathlib import Path
 
 from bench._report import REPORT_ENV, fmt, read
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+# The pages whose `<!-- bench:NAME -->` blocks --readme rewrites: every Markdown file of the docs site.
+DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 
 def names() -> list[str]:
@@ -117,7 +119,7 @@ def _markdown(header: list[str], rows: list[list]) -> str:
     return "\n".join([line(header), line(["---"] * len(header)), *(line(r) for r in rows)])
 
 
-def readme_block(bench: str, records: list[dict]) -> str:
+def docs_block(bench: str, records: list[dict]) -> str:
     """What goes between a benchmark's markers: how the figures were made, its detailed tables, its figures."""
     meta = next(r for r in records if r["kind"] == "run")
     load = f", load average {meta['load']:.1f} at the start" if meta.get("load") is not None else ""
@@ -135,19 +137,23 @@ def readme_block(bench: str, records: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def rewrite_readme(records: list[dict]) -> list[str]:
-    """Replace each benchmark's block in README.md; returns the benchmarks whose block was rewritten."""
+def rewrite_docs(records: list[dict], docs: Path = DOCS) -> dict[str, list[str]]:
+    """Replace each benchmark's block wherever a page of docs/ holds its markers (the README held them before the
+    docs site); returns the pages rewritten, relative to docs/, each with the benchmarks whose block it holds."""
     if any(r["kind"] == "run" and r["tiny"] for r in records):
         sys.exit("--readme: not from a tiny run (its figures mean nothing)")
-    text = README.read_text(encoding="utf-8")
-    done = []
-    for bench in sorted({r["bench"] for r in records if r["kind"] == "figure"}):
-        pattern = re.compile(rf"(<!-- bench:{bench} -->\n).*?(<!-- /bench:{bench} -->)", re.DOTALL)
-        if pattern.search(text):
-            block = readme_block(bench, records)
-            text = pattern.sub(lambda m, block=block: m.group(1) + block + "\n" + m.group(2), text)
-            done.append(bench)
-    README.write_text(text, encoding="utf-8")
+    benches = sorted({r["bench"] for r in records if r["kind"] == "figure"})
+    done: dict[str, list[str]] = {}
+    for page in sorted(docs.rglob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        for bench in benches:
+            pattern = re.compile(rf"(<!-- bench:{bench} -->\n).*?(<!-- /bench:{bench} -->)", re.DOTALL)
+            if pattern.search(text):
+                block = docs_block(bench, records)
+                text = pattern.sub(lambda m, block=block: m.group(1) + block + "\n" + m.group(2), text)
+                done.setdefault(page.relative_to(docs).as_posix(), []).append(bench)
+        if page.relative_to(docs).as_posix() in done:
+            page.write_text(text, encoding="utf-8")
     return done
 
 
@@ -157,7 +163,10 @@ def main() -> None:
     parser.add_argument("--tiny", action="store_true", help="a tiny size: checks that each benchmark runs")
     parser.add_argument("--markdown", action="store_true", help="print the final table as Markdown")
     parser.add_argument("--report", help="keep the records (JSON lines) in this file")
-    parser.add_argument("--readme", action="store_true", help="rewrite the README's tables of these benchmarks")
+    parser.add_argument(
+        "--readme", "--docs", dest="readme", action="store_true",
+        help="rewrite these benchmarks' tables in the docs (the <!-- bench:NAME --> blocks of docs/**/*.md)",
+    )  # fmt: skip
     parser.add_argument("--from", dest="source", help="no run: read the records kept by --report")
     args = parser.parse_args()
     unknown = set(args.names) - set(names())
@@ -180,7 +189,9 @@ def main() -> None:
     print("\n=== summary: each figure measured in this run, its goal, met or not\n")
     print(summary(records, markdown=args.markdown))
     if args.readme:
-        print(f"\nREADME.md: rewrote the tables of {', '.join(rewrite_readme(records)) or 'no benchmark'}")
+        pages = rewrite_docs(records)
+        rewritten = "; ".join(f"docs/{page}: {', '.join(benches)}" for page, benches in pages.items())
+        print(f"\ndocs: rewrote the tables of {rewritten or 'no benchmark'}")
     silent = [r["bench"] for r in records if r["kind"] == "exit" and not r["code"]
               and not any(f["kind"] == "figure" and f["bench"] == r["bench"] for f in records)]  # fmt: skip
     if failed or silent:

@@ -39,7 +39,7 @@ def record(bench: str, name: str, value: float, unit: str, goal: str, met: bool 
 
 
 def table(bench: str, title: str, header: list[str], rows: list[list]) -> None:
-    """A detailed table for the README (e.g. the planner's per-size figures), rendered as Markdown by --readme."""
+    """A detailed table for the docs (e.g. the planner's per-size figures), rendered as Markdown by --readme."""
     _write({"kind": "table", "bench": bench, "title": title, "header": header, "rows": rows})
 
 

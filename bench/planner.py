@@ -3,7 +3,7 @@ the time to plan (loading the queue and the ledger, the solver, storing the plan
 against first-come-first-served and against the solver's bound, and a check of every pool-day against the ledger
 (allocated + planned ≤ allocatable). Goal: 200 requests planned in under 2 s, never below first-come-first-served,
 never an overcommitted day. BENCH_DATABASE_URL runs it on PostgreSQL. Each figure is recorded with its goal
-(bench/_report.py); the per-size table is the README's (`python -m bench --readme planner`).
+(bench/_report.py); the per-size table is the docs' (docs/operations/benchmarks.md, `python -m bench --readme planner`).
 
 The pools are sized to the busiest day of their allocations plus a little, so the queue asks far more than is free
 and the plan has to choose.

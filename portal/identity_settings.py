@@ -3,7 +3,7 @@ portal/settings.py, read from the environment like the rest.
 
 One OpenID provider is set with the OIDC_* variables below; any number of providers (several OpenID providers, SAML
 identity providers and federations) with SSO_PROVIDERS, a JSON list, or SSO_PROVIDERS_FILE, a JSON file holding that
-list: each entry is described in tenants/sso/providers.py and the README ("Signing in with institutions").
+list: each entry is described in tenants/sso/providers.py and docs/operations/sign-in.md ("Several providers").
 """
 
 import json

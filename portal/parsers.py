@@ -1,4 +1,4 @@
-"""The API's one rule for a request body (README, API), for every endpoint alike:
+"""The API's one rule for a request body (docs/api.md), for every endpoint alike:
 
 - **Size.** At most `settings.DATA_UPLOAD_MAX_MEMORY_SIZE` (2.5 MB), JSON, form or multipart; the one exception is a
   view that declares its own `max_body_bytes` (the ingest endpoints: 20 MB, workloads.reporting.ingest). Over it is a

@@ -1,4 +1,4 @@
-"""The OpenAPI schema says everything an operation answers (README, API), by rules every view follows, so a new
+"""The OpenAPI schema says everything an operation answers (docs/api.md), by rules every view follows, so a new
 endpoint is described by being written like the others (tests/test_api_conformance.py holds the API to it):
 
 - **Errors.** Each operation lists every 4xx it can give, with the body portal.api's exception handler (and

@@ -1,4 +1,4 @@
-"""The API's one rule for what a write may contain (README, API): a field the serializer does not know is a 400
+"""The API's one rule for what a write may contain (docs/api.md): a field the serializer does not know is a 400
 naming it (a typo never passes silently); a read-only field is a 400 naming it too, unless it repeats the value
 the object already has (so a client may send back what it read). Query-string serializers are exempt: a query
 carries paging, ordering and format parameters beside the filters.

@@ -1,4 +1,4 @@
-"""The API answers what its OpenAPI schema says (README, API). schemathesis generates requests for every operation of
+"""The API answers what its OpenAPI schema says (docs/api.md). schemathesis generates requests for every operation of
 the schema — boundary values of every documented bound, then random valid and invalid ones — and checks each answer
 against the schema: a status code the operation documents, the documented content type, a body matching the
 documented schema (nullability and bounds included), and never a 5xx. In-process (WSGI) through the real middleware

@@ -1,4 +1,4 @@
-"""The OpenAPI schema says what every field is (README, API): a script writer reads /api/docs/, not our models.
+"""The OpenAPI schema says what every field is (docs/api.md): a script writer reads /api/docs/, not our models.
 Walked generically over every component, request and response, nested objects included, so a new endpoint's
 fields are checked by being in the schema."""
 

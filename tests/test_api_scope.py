@@ -1,4 +1,4 @@
-"""The API's rules beyond the gate (README, API), checked over every operation of the OpenAPI schema:
+"""The API's rules beyond the gate (docs/api.md), checked over every operation of the OpenAPI schema:
 
 - a list filter naming another organization's object answers exactly like one naming an object that does not
   exist (no existence oracle);

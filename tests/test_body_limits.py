@@ -1,4 +1,4 @@
-"""Every API write refuses a malformed body the same way (README, API; portal/parsers.py): JSON nested deeper than
+"""Every API write refuses a malformed body the same way (docs/api.md; portal/parsers.py): JSON nested deeper than
 MAX_JSON_DEPTH is a 400 "nested too deeply (limit N)", a body over the limit a 413 naming the limit — on every write
 endpoint, found by walking the URL conf (as tests/test_tenant_gate.py does), before anyone signs in."""
 

@@ -101,8 +101,8 @@ def test_an_smtp_relay_is_configured_from_the_environment():
 
 
 def test_check_deploy_finds_nothing_to_warn_about_under_the_production_settings():
-    """The README's production variables pass `manage.py check --deploy`: HSTS, the HTTPS redirect and
-    secure cookies come on with PORTAL_PRODUCTION (no W004, W008, …)."""
+    """The production variables (docs/operations/configuration.md) pass `manage.py check --deploy`: HSTS, the
+    HTTPS redirect and secure cookies come on with PORTAL_PRODUCTION (no W004, W008, …)."""
     env = {**GOOD, "SECRET_KEY": "q7Vd0-Zk3wLr9Tf2pXa8Hn5yBc1Ue6Gs4Jm0Qo7Ri3Kv9Wt2Ly5Nb8"}
     result = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],

@@ -66,7 +66,7 @@ def test_each_token_has_its_own_budget_and_reports_their_own(settings, member, r
 
 def test_a_thousand_node_cluster_busiest_minute_fits_the_default_reports_budget(settings, member, reporter):
     """fmp-reporter posts 1,000 nodes' scrapes back to back, a sacct report and a few training-log chunks."""
-    assert settings.API_REPORTS_PER_MINUTE == 2400  # the default, as the README says
+    assert settings.API_REPORTS_PER_MINUTE == 2400  # the default, as docs/api.md says
     cluster, _client = reporter
     request = RequestFactory().post(f"/api/v1/clusters/{cluster.pk}/health/ingest/")
     request.auth = cluster.reporter_tokens.get()
