@@ -19,6 +19,7 @@ ALLOCATED = "#b7cde6"  # pale: what was allocated, under what ran
 RUNNING = "#067647"
 TOTAL = "#1d2939"
 LIMIT = "#b42318"  # a line under which something is wrong (suspect below)
+OVER = "#6941c6"  # what ran beyond an allocation: a colour of its own, never a shade of healthy green
 CHOSEN = "rgba(71, 84, 103, 0.12)"  # the chosen period's weeks, behind the lines
 TEXT = "#344054"
 
@@ -91,7 +92,8 @@ def fit_legend(option: dict) -> int:
     down and returns the height the rows add."""
     if "legend" not in option:
         return 0
-    added = LEGEND_ROW * legend_rows([series["name"] for series in option["series"]])
+    names = option["legend"].get("data") or [series["name"] for series in option["series"]]
+    added = LEGEND_ROW * legend_rows(names)
     option["grid"]["top"] += added
     return added
 
@@ -127,6 +129,26 @@ def value_axis(name: str, *, across: bool = False, **extra) -> dict:
     if across:
         axis.update(nameLocation="middle", nameGap=28, nameTextStyle={})
     return axis
+
+
+def beyond(name: str, *, base: list, over: list, color: str = OVER, **extra) -> list[dict]:
+    """A bar series drawn over the end of another — what ran beyond an allocation, at the end of the bar of what
+    ran — as ECharts draws a segment: stacked on a transparent base (`base`: where it starts), the base kept out of
+    the tooltip and the legend (list the legend's entries in option["legend"]["data"])."""
+    return [
+        {
+            "type": "bar",
+            "name": "",  # no legend entry, no tooltip line: only where the segment starts
+            "stack": "beyond",
+            "data": base,
+            "itemStyle": {"color": "transparent"},
+            "silent": True,
+            "emphasis": {"disabled": True},
+            "tooltip": {"show": False},
+            **extra,
+        },
+        {"type": "bar", "name": name, "stack": "beyond", "data": over, "color": color, **extra},
+    ]
 
 
 def reference_line(

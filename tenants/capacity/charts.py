@@ -86,8 +86,8 @@ def pool_chart(
     total = _("total: %(n)s (spare above allocatable)") % {"n": pool.total_instances}
     ran = [None] * len(days)
     for day, count in (running or {}).items():
-        if day in index:
-            ran[index[day]] = round(min(float(count), pool.total_instances), 1)
+        if day in index:  # what ran, past the pool's total too (nodes beyond it are counted against it): never capped
+            ran[index[day]] = round(float(count), 1)
     option = charts.base_option(filename=f"pool-{pool.instance_type.api_name}-{pool.region}")
     option["xAxis"] = charts.category_axis(labels, name=_("date (program time)"), boundaryGap=False)
     option["yAxis"] = charts.value_axis(_("instances"))
@@ -161,12 +161,15 @@ def plan_chart(pool: dict, *, today: date) -> charts.Chart | None:
     if not days_free:
         return None
     labels = [day.isoformat() for day, _before, _after in days_free]
-    before = [max(b, 0) for _day, b, _after in days_free]
-    after = [max(a, 0) for _day, _before, a in days_free]
+    # As the table says them: below zero where more is granted than the pool can allocate (over-committed).
+    before = [b for _day, b, _after in days_free]
+    after = [a for _day, _before, a in days_free]
     allocatable = _("allocatable: %(n)s") % {"n": pool["allocatable"]}
     option = charts.base_option(filename=f"plan-pool-{pool['pool']}")
     option["xAxis"] = charts.category_axis(labels, name=_("date (program time)"), boundaryGap=False)
     option["yAxis"] = charts.value_axis(_("instances free"))
+    if min(before + after) < 0:
+        del option["yAxis"]["min"]  # the axis reaches below zero to show it
     option["series"] = [
         {
             "type": "line",

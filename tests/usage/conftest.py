@@ -134,3 +134,41 @@ WEEK_RUNNING_COST = {
         **{date(2027, 3, day): 960_000_000 for day in (11, 12, 13, 14)},
     },
 }
+
+
+AFTER_OVER = jst(2027, 3, 16, 9)  # the Tuesday after week 2027-W10, when the figures below are read
+
+
+@pytest.fixture
+def ran_over(program, p5, trn1):
+    """Omega ran over its allocation; Kappa left half of its own idle. Catalog prices: P5 $55.04, Trn1 $21.50.
+
+    Omega: 1 × P5 allocated Mar 8–12 (5 × 24 = 120 instance-h, 5 × $1,320.96 = $6,604.80). Its nodes ran:
+    n1 Mar 8 00:00 – Mar 14 00:00 (24 h a day, Mar 13 with nothing allocated); n2 Mar 9 09:45 – 24:00 (14.25 h:
+    Mar 9 ran 38.25 instance-h); n3 and n4 twenty minutes each on Mar 11 and Mar 12 (10:00–10:20); n5 Mar 15
+    00:00 – 06:00, in week W11, with nothing allocated.
+    Kept per daily row (definitions): twenty minutes are 0.3333 h on the grain, so Mar 11 and Mar 12 ran
+    24.3333 instance-h, $1,339.30 each (24.3333 × 55.04 = 1,339.3048, to the cent); Mar 9 ran $2,105.28
+    (38.25 × 55.04); the other days $1,320.96.
+    Week W10: running 72 + 38.25 + 2 × 24.3333 = 158.9166 h (132.4% of 120); running cost 3 × 1,320.96 +
+    2,105.28 + 2 × 1,339.30 = $8,746.76; over allocation, per day running − allocated: 14.25 + 2 × 0.3333 + 24
+    = 38.9166 h, $784.32 + 2 × $18.34 + $1,320.96 = $2,141.96; idle 0.
+    (Rounded once on the total instead, the two twenty-minute days cost $2,678.6133: the page said $8,746.77
+    while the per-day CSV summed to $8,746.78, and hours to a tenth per row summed to 158.8 against 158.9.)
+
+    Kappa: 2 × Trn1 allocated Mar 8–14 (336 instance-h, $7,224.00); one node ran Mar 8 – Mar 15 00:00 (168 h,
+    $3,612.00, 50.0%); idle 168 h, $3,612.00."""
+    omega = OrganizationFactory(name="Omega Lab", slug="omega")
+    kappa = OrganizationFactory(name="Kappa Lab", slug="kappa")
+    allocate(omega, p5, 1, date(2027, 3, 8), date(2027, 3, 12), status=Allocation.Status.ACTIVE)
+    allocate(kappa, trn1, 2, date(2027, 3, 8), date(2027, 3, 14), status=Allocation.Status.ACTIVE)
+    run(omega, "p5.48xlarge", jst(2027, 3, 8), jst(2027, 3, 14), instance="n1")
+    run(omega, "p5.48xlarge", jst(2027, 3, 9, 9, 45), jst(2027, 3, 10), instance="n2")
+    run(omega, "p5.48xlarge", jst(2027, 3, 11, 10), jst(2027, 3, 11, 10, 20), instance="n3")
+    run(omega, "p5.48xlarge", jst(2027, 3, 12, 10), jst(2027, 3, 12, 10, 20), instance="n4")
+    run(omega, "p5.48xlarge", jst(2027, 3, 15), jst(2027, 3, 15, 6), instance="n5")
+    run(kappa, "trn1.32xlarge", jst(2027, 3, 8), jst(2027, 3, 15), instance="k1")
+    with time_machine.travel(AFTER_OVER, tick=False):
+        rollups.mark_everything()
+        rollups.roll_up()
+    return omega, kappa

@@ -232,7 +232,7 @@ def test_busy_hours_show_on_the_org_page_and_in_its_csv(cluster, two_nodes, org_
     assert busy == 16 * HOUR
     assert "16.0 held by jobs (30.8% of running)" in page.text  # 16 of the 52 accelerator-hours the nodes ran
     header, row = csv.content.decode("utf-8-sig").splitlines()[:2]
-    assert dict(zip(header.split(","), row.split(","), strict=True))["busy_accelerator_hours"] == "16.0"
+    assert dict(zip(header.split(","), row.split(","), strict=True))["busy_accelerator_hours"] == "16.0000"
 
 
 def test_a_replaced_static_node_keeps_its_past_busy_hours(cluster):

@@ -14,6 +14,7 @@ from tests.jobs.sacct_rows import HEADER, line
 from tests.usage.conftest import allocate, jst, run
 from workloads.models import ClusterNode, ClusterUsageDay, UsageDay
 from workloads.usage import rollups
+from workloads.usage.definitions import GRAIN, to_grain
 from workloads.usage.models import AcceleratorBusyHour
 
 pytestmark = pytest.mark.django_db
@@ -85,7 +86,8 @@ def test_readings_split_over_program_hours_and_are_capped_by_what_the_node_ran(c
     post(cluster, scrape(1.0), jst(2027, 1, 5, 14, 5))  # the node's run ended at 14:00
     hours = dict(AcceleratorBusyHour.objects.values_list("hour", "busy_accelerator_microseconds"))
     assert hours == {jst(2027, 1, 5, 13): 16 * HOUR // 12, jst(2027, 1, 5, 14): 16 * HOUR // 12}
-    assert rolled_up(cluster).busy_accelerator_microseconds == 16 * HOUR // 12  # 14:00–14:05 ran nothing
+    # 14:00–14:05 ran nothing; the daily row keeps its 1.3333 accelerator-hours on the grain (definitions)
+    assert rolled_up(cluster).busy_accelerator_microseconds == to_grain(16 * HOUR // 12) == 13_333 * GRAIN
 
 
 def test_a_cluster_whose_scheduler_reports_jobs_keeps_the_jobs_figure(cluster):
@@ -122,4 +124,4 @@ def test_utilization_from_a_prometheus_poll_counts_too(cluster):
     for minutes, busy in ((0, 0.5), (10, 0.5)):
         pairs = sample_pairs(parse_exposition(scrape(busy)).samples)
         apply_source(source, pairs, [], now=jst(2027, 1, 5, 12) + timedelta(minutes=minutes))
-    assert rolled_up(cluster).busy_accelerator_microseconds == pytest.approx(16 * 0.5 * HOUR / 6, abs=2)
+    assert rolled_up(cluster).busy_accelerator_microseconds == to_grain(16 * HOUR // 12)  # 16 × 0.5 × 10 min

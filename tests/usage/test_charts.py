@@ -45,7 +45,7 @@ def test_todays_bar_is_averaged_over_the_hours_so_far():
     assert series(chart.option, "allocated")["data"] == [12.0, 12.0]
     assert series(chart.option, "running")["data"] == [6.0, 6.0]
     assert chart.option["xAxis"]["data"] == ["2027-03-08", "2027-03-09"]
-    assert chart.rows[1][3:] == ["72.0", "36.0"]  # today's instance-hours so far, in the table
+    assert chart.rows[1][4:6] == ["72.0", "36.0"]  # today's instance-hours so far, in the table
 
 
 def test_the_pool_timelines_running_line_averages_today_over_the_hours_so_far(p5, org_a):

@@ -70,10 +70,11 @@ def test_the_csv_has_the_same_numbers_to_the_cent(manager_client):
     header, *rows = rows_of(response)
     by_org = {row[2]: dict(zip(header, row, strict=True)) for row in rows}
     alpha, beta = by_org["alpha"], by_org["beta"]
-    assert (alpha["allocated_instance_hours"], alpha["running_instance_hours"]) == ("792.0", "144.5")
+    # Hours exact to four places (the grain of the daily rows), money to the cent: the page rounds hours to a tenth.
+    assert (alpha["allocated_instance_hours"], alpha["running_instance_hours"]) == ("792.0000", "144.5000")
     assert (alpha["allocated_cost_usd"], alpha["running_cost_usd"]) == ("33791.52", "5309.20")
     assert alpha["idle_cost_usd"] == "28482.32" and alpha["idle"] == "yes"
-    assert alpha["running_accelerator_hours"] == "1636.0"
+    assert alpha["running_accelerator_hours"] == "1636.0000"
     assert (beta["utilization_percent"], beta["running_cost_usd"], beta["idle"]) == ("50.0", "7802.88", "no")
 
 
@@ -142,8 +143,8 @@ def test_the_api_sums_the_same_week_per_org_type_and_region(manager_api_client):
     rows = {(r["organization"], r["instance_type"]): r for r in response.json()["results"]}
     alpha_p5, alpha_trn1 = rows[("alpha", "p5.48xlarge")], rows[("alpha", "trn1.32xlarge")]
     assert (alpha_p5["period_start"], alpha_p5["period_end"]) == ("2027-03-08", "2027-03-14")
-    assert (alpha_p5["allocated_instance_hours"], alpha_p5["running_instance_hours"]) == ("672.0", "84.5")
-    assert (alpha_trn1["running_accelerator_hours"], alpha_trn1["utilization_percent"]) == ("960.0", "50.0")
+    assert (alpha_p5["allocated_instance_hours"], alpha_p5["running_instance_hours"]) == ("672.0000", "84.5000")
+    assert (alpha_trn1["running_accelerator_hours"], alpha_trn1["utilization_percent"]) == ("960.0000", "50.0")
     assert alpha_p5["allocated_cost_usd"] == "31211.52" and alpha_p5["running_cost_usd"] == "4019.20"
     assert rows[("beta", "p5.48xlarge")]["running_cost_usd"] == "7802.88"
 
@@ -237,7 +238,7 @@ def test_the_charts_follow_the_chosen_period(manager_client):
     alpha = cost["yAxis"]["data"].index("Alpha Lab")
     assert values(series(cost, "allocated cost (what the program commits)")["data"])[alpha] == 33791.52
     assert values(series(cost, "running cost (what ran)")["data"])[alpha] == 5309.2  # the table's own figures
-    assert "$5,309 / $33,792" in text  # at the bar's end and in the chart's table
+    assert "$5,309.20 / $33,791.52" in text  # at the bar's end and in the chart's table, to the cent
     # The week is framed on the heatmap (its cells outlined) and shaded on the pool lines.
     heatmap = chart_payload(text, "chart-heatmap")["option"]
     weeks = heatmap["xAxis"]["data"]
@@ -248,7 +249,7 @@ def test_the_charts_follow_the_chosen_period(manager_client):
         "chosen period" in [s["name"] for s in chart_payload(text, key)["option"]["series"]] for key in pools
     )
     whole = manager_client.get("/program/usage/?period=program").text
-    assert "$5,309 / $33,792" not in whole
+    assert "$5,309.20 / $33,791.52" not in whole
     assert not any("itemStyle" in cell for cell in chart_payload(whole, "chart-heatmap")["option"]["series"][0]["data"])
 
 
@@ -261,11 +262,11 @@ def test_the_heatmap_and_the_pool_lines_give_the_tables_figures(manager_client):
     week = heatmap["xAxis"]["data"].index("27-W10")
     cell = next(c for c in heatmap["series"][0]["data"] if c["value"][:2] == [week, alpha])
     assert cell["value"][2] == 18.2 and cell["url"] == "/orgs/alpha/usage/"
-    assert cell["name"] == "Alpha Lab · 2027-W10: 18% (144 of 792 instance-hours)"
+    assert cell["name"] == "Alpha Lab · 2027-W10: 18.2% (144.5 of 792.0 instance-hours)"  # as the table says them
     assert [piece["label"] for piece in heatmap["visualMap"]["pieces"]] == [
-        "no allocation", "under 25%", "25–50%", "50–75%", "75% and over",
+        "no allocation", "under 25%", "25–50%", "50–75%", "75–100%", "over 100%: ran beyond the allocation",
     ]  # fmt: skip
-    assert '<td class="num">18%</td>' in text
+    assert '<td class="num">18.2%</td>' in text
 
 
 @pytest.mark.parametrize(

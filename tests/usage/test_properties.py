@@ -1,5 +1,6 @@
 """Property-based: whatever the runs, allocations, rate changes and period boundaries, the daily rollups add up
-exactly to the raw overlap, a second rollup changes nothing, and any partition of a range sums to the whole."""
+exactly to the raw overlap of each day kept on the grain, every row is on the grain and to the cent, a second
+rollup changes nothing, and any partition of a range sums to the whole."""
 
 from datetime import date, timedelta
 from decimal import Decimal
@@ -10,11 +11,12 @@ from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from portal.periods import day_start, days_between
 from tenants.models import Organization
 from tests.usage.conftest import allocate, jst, run
 from workloads.models import RateCardEntry, UsageDay
 from workloads.usage import rollups
-from workloads.usage.definitions import allocated_microseconds, overlap
+from workloads.usage.definitions import CENT, GRAIN, allocated_microseconds, overlap, to_grain
 from workloads.usage.periods import Period
 from workloads.usage.reports import summed
 
@@ -86,26 +88,37 @@ def test_rollups_add_up_exactly(p5, trn1, org_a, org_b, manager, runs, allocatio
         rollups.roll_up()
         first_pass = rows()
 
-        whole = Period("range", FIRST, date(2027, 3, 25))
         totals = summed(UsageDay.objects.all(), "organization_id", "pool_id")
         for org in orgs.values():
             for key, pool in pools.items():
-                expected_running = sum(
-                    overlap(r.started_at, r.counted_until, jst(2027, 3, 1), AS_OF)
-                    for r in made_runs
-                    if r.organization_id == org.pk and r.instance_type == pool.instance_type.api_name
-                )
-                expected_allocated = sum(
-                    allocated_microseconds(
-                        instance_count=a.instance_count, starts_on=a.starts_on, ends_on=a.ends_on,
-                        revoked_at=a.revoked_at, window=whole.bounds(AS_OF),
+                # Each day's exact overlap, kept on the grain (the daily row: definitions), then summed.
+                expected_running = expected_allocated = 0
+                for day in days_between(FIRST, AS_OF.date()):
+                    window = (day_start(day), min(day_start(day + timedelta(days=1)), AS_OF))
+                    expected_running += to_grain(
+                        sum(
+                            overlap(r.started_at, r.counted_until, *window)
+                            for r in made_runs
+                            if r.organization_id == org.pk and r.instance_type == pool.instance_type.api_name
+                        )
                     )
-                    for a in made_allocations
-                    if a.organization_id == org.pk and a.pool_id == pool.pk
-                )  # fmt: skip
+                    expected_allocated += to_grain(
+                        sum(
+                            allocated_microseconds(
+                                instance_count=a.instance_count, starts_on=a.starts_on, ends_on=a.ends_on,
+                                revoked_at=a.revoked_at, window=window,
+                            )
+                            for a in made_allocations
+                            if a.organization_id == org.pk and a.pool_id == pool.pk
+                        )
+                    )  # fmt: skip
                 got = totals.get((org.pk, pool.pk))
                 assert (got.running if got else 0) == expected_running, key
                 assert (got.allocated if got else 0) == expected_allocated, key
+        # Every daily row on the grain and to the cent: a sum of them is exact in hours to 4 places and cents.
+        for row in UsageDay.objects.all():
+            assert row.allocated_microseconds % GRAIN == 0 and row.running_microseconds % GRAIN == 0
+            assert row.allocated_cost_micro_usd % CENT == 0 and row.running_cost_micro_usd % CENT == 0
 
         # Any partition of the range into periods sums to the whole.
         edges = [FIRST, *sorted(FIRST + timedelta(days=c) for c in cuts), date(2027, 3, 26)]

@@ -149,3 +149,62 @@ def test_node_intervals_outlive_their_cluster(org_a, p5):
     interval.refresh_from_db()
     assert interval.cluster_id is None and NodeInterval.objects.count() == 1
     assert ClusterUsageDay.objects.get().cluster_name == cluster.name
+
+
+def test_a_rows_clusters_add_up_to_it_on_the_grain(org_a, p5):
+    """Three clusters ran twenty minutes each on a day: the row keeps 1.0000 h (60 min), each cluster a third of it
+    on the grain (0.3333 + 0.3333 + 0.3334), adding up to the row exactly."""
+    from tests.factories import ClusterFactory
+    from workloads.usage.definitions import GRAIN
+
+    clusters = [ClusterFactory(organization=org_a, name=f"c{n}") for n in range(3)]
+    for n, cluster in enumerate(clusters):
+        run(org_a, "p5.48xlarge", jst(2027, 3, 8, 10), jst(2027, 3, 8, 10, 20), cluster=cluster, instance=f"i-{n}")
+    with time_machine.travel(AFTER, tick=False):
+        rollups.mark_everything()
+        rollups.roll_up()
+    row = UsageDay.objects.get(organization=org_a, day=date(2027, 3, 8), running_microseconds__gt=0)
+    parts = sorted(ClusterUsageDay.objects.values_list("running_microseconds", flat=True))
+    assert row.running_microseconds == 10_000 * GRAIN  # an hour
+    assert parts == [3_333 * GRAIN, 3_333 * GRAIN, 3_334 * GRAIN] and sum(parts) == row.running_microseconds
+    assert row.running_cost_micro_usd == 55_040_000  # $55.04, to the cent
+
+
+def test_the_migration_keeps_the_rows_already_there_as_the_rollup_does(org_a, p5):
+    """Rows written before the rule (to the microsecond and micro-dollar) are kept to the grain and the cent,
+    re-priced at their own rate, their clusters shared out of them, billed cost to the cent, and summed again."""
+    from importlib import import_module
+
+    from django.apps import apps
+
+    from workloads.models import BilledCost, UsageWeek
+
+    twenty_minutes = 20 * 60 * 1_000_000
+    UsageDay.objects.create(
+        organization=org_a, pool=p5, day=date(2027, 3, 8), allocated_microseconds=86_400_000_000,
+        running_microseconds=3 * twenty_minutes, usd_per_hour=Decimal("55.04"), rate_source="catalog",
+        allocated_cost_micro_usd=1_320_960_000, running_cost_micro_usd=55_040_000, computed_at=AFTER,
+    )  # fmt: skip
+    UsageDay.objects.create(
+        organization=org_a, pool=p5, day=date(2027, 3, 9), running_microseconds=twenty_minutes,
+        usd_per_hour=Decimal("55.04"), running_cost_micro_usd=18_346_667, computed_at=AFTER,
+    )  # fmt: skip
+    for n in range(3):
+        ClusterUsageDay.objects.create(
+            organization=org_a, pool=p5, day=date(2027, 3, 8), cluster_name=f"c{n}", running_microseconds=twenty_minutes
+        )
+    BilledCost.objects.create(
+        organization=org_a, day=date(2027, 3, 8), instance_type="p5.48xlarge", cost_micro_usd=18_346_667,
+        fetched_at=AFTER,
+    )  # fmt: skip
+    with time_machine.travel(AFTER, tick=False):
+        import_module("workloads.migrations.0032_exact_usage_figures").keep_exact(apps, None)
+    later = UsageDay.objects.get(day=date(2027, 3, 9))
+    # Twenty minutes: 0.3333 h on the grain, × 55.04 = 18.3448, $18.34 to the cent (it was 18.346667).
+    assert (later.running_microseconds, later.running_cost_micro_usd) == (3_333 * 360_000, 18_340_000)
+    assert sorted(ClusterUsageDay.objects.values_list("running_microseconds", flat=True)) == [
+        3_333 * 360_000, 3_333 * 360_000, 3_334 * 360_000,
+    ]  # fmt: skip
+    assert BilledCost.objects.get().cost_micro_usd == 18_350_000  # $18.346667 billed: $18.35
+    week = UsageWeek.objects.get(organization=org_a)
+    assert (week.running, week.running_cost) == (13_333 * 360_000, 55_040_000 + 18_340_000)

@@ -13,6 +13,7 @@ from tests.charts import chart_payload
 from tests.factories import OrganizationFactory
 from tests.usage.conftest import allocate, jst, run
 from workloads.usage import rollups
+from workloads.usage.formats import hours_text
 from workloads.usage.models import UsageDay
 
 NOW = jst(2027, 3, 17, 9)
@@ -70,8 +71,8 @@ def test_the_heatmap_draws_the_page_and_the_others_in_one_row(manager_client, ma
     details = [cell["name"] for cell in option["series"][0]["data"]]
     cell = [d for d in details if d.startswith("Other organizations (25) · 2027-W10: ")]
     assert len(cell) == 1
-    running = re.search(r"\(([\d,]+) of", cell[0]).group(1)
-    assert running == f"{others / 3_600_000_000:,.0f}"
+    running = re.search(r"\(([\d,.]+) of", cell[0]).group(1)
+    assert running == hours_text(others)
     bars = chart_payload(html, "chart-cost-chart")["option"]
     assert "Other organizations (25)" in bars["yAxis"]["data"]
 
@@ -123,7 +124,7 @@ def test_every_page_shows_the_figures_summed_from_the_daily_rows(manager_client,
     lines = list(csv.DictReader(io.StringIO(export.getvalue().decode("utf-8-sig"))))
     assert [line["organization_name"] for line in lines] == sorted(by_name)  # every organization, by name
     for line in lines:
-        assert line["running_instance_hours"] == f"{by_name[line['organization_name']].figures.running_hours:.1f}"
+        assert line["running_instance_hours"] == f"{by_name[line['organization_name']].figures.running_hours:.4f}"
 
 
 @pytest.mark.django_db

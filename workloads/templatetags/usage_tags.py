@@ -45,11 +45,15 @@ def points(change: Decimal | None) -> str:
 
 @register.filter
 def band_class(ratio: Decimal | None) -> str:
-    """The utilization's band as a class, `band-1` (lowest) … `band-4`, or `band-none` without an allocation:
-    static/css/portal.css colours each as the charts do (the page's Content-Security-Policy refuses a style
-    attribute carrying the colour itself)."""
+    """The utilization's band as a class, `band-1` (lowest) … `band-4` (75–100%), `band-over` past 100% (ran
+    beyond the allocation), or `band-none` without an allocation: static/css/portal.css colours each as the charts
+    do (the page's Content-Security-Policy refuses a style attribute carrying the colour itself)."""
+    from portal.charts import OVER
     from workloads.usage.charts import BANDS, band
 
+    color = band(ratio)
     if ratio is None:
         return "band-none"
-    return f"band-{[color for _limit, color, _label in BANDS].index(band(ratio)) + 1}"
+    if color == OVER:
+        return "band-over"
+    return f"band-{[color for _limit, color, _label in BANDS].index(color) + 1}"

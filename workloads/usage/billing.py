@@ -16,6 +16,7 @@ from portal.cloud.costs import daily_costs
 from portal.periods import days_between, today
 from tenants.models import CapacityPool, Organization
 from workloads.usage import summaries
+from workloads.usage.definitions import micro_usd_to_the_cent
 from workloads.usage.models import BilledCost
 
 log = logging.getLogger(__name__)
@@ -55,7 +56,7 @@ def fetch_billed_costs(*, days: int = REREAD_DAYS, session=None) -> dict[str, in
                     organization=org,
                     day=cost.day,
                     instance_type=cost.instance_type,
-                    cost_micro_usd=int((cost.usd * 1_000_000).to_integral_value()),
+                    cost_micro_usd=micro_usd_to_the_cent(cost.usd),  # to the cent, as every figure (definitions)
                     fetched_at=now,
                 )
                 for cost in report.costs

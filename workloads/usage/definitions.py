@@ -23,12 +23,23 @@ weeks, Monday to Monday.
   "not yet billed" and shown apart.
 
 Time is counted in integer microseconds and money in integer micro-USD, so sums are exact.
+
+Exact figures, one rule: the daily row (organization × pool × program day, `UsageDay`) is the unit of account. When
+it is computed, its instance-time is rounded once to the grain, 0.36 s (a ten-thousandth of an hour: `to_grain`),
+and its cost once to the cent (`cost_micro_usd`); what Cost Explorer billed is kept to the cent per day too
+(`micro_usd_to_the_cent`). Every other figure — a week, a month, an organization, a pool, the program; a row of a
+CSV or of the API — is a sum of daily rows, so it is exact in those units: instance- and accelerator-hours to four
+decimals, dollars to the cent, and a total is the sum of the rows it adds up, to the last digit, whichever rows a
+page, a file or the API shows. CSV and API carry those exact values; only pages round hours (to a tenth) for
+people to read. A day's part of a cluster is shared out of its row to the grain too (`apportion`), so the
+clusters of a row add up to it.
 """
 
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal
+from fractions import Fraction
 
 from django.db.models import F, Q, Sum, Value
 from django.db.models.functions import Greatest
@@ -37,6 +48,9 @@ from django.utils import timezone
 from portal.periods import day_start, days_between
 
 MICROSECONDS_PER_HOUR = 3_600_000_000
+GRAIN = 360_000  # µs: a daily row's instance-time is kept to a ten-thousandth of an hour (0.36 s)
+HOUR_PLACES = Decimal("0.0001")  # so its hours are exact to four decimals
+CENT = 10_000  # micro-USD: a daily row's cost is kept to the cent
 ONE_DAY = timedelta(days=1)
 RECENT_DAYS = 7  # the projections' recent rate: the last 7 days, today included
 
@@ -48,6 +62,26 @@ def microseconds(delta: timedelta) -> int:
 def hours(instance_microseconds: int) -> Decimal:
     """Instance-microseconds as instance-hours (exact; pages round for display)."""
     return Decimal(instance_microseconds) / MICROSECONDS_PER_HOUR
+
+
+def to_grain(microseconds: int | Fraction) -> int:
+    """Instance-time rounded (half-even) to the grain, as a daily row keeps it: its hours have four decimals."""
+    return round(Fraction(microseconds) / GRAIN) * GRAIN
+
+
+def apportion(parts: list[int], total: int) -> list[int]:
+    """`total` (on the grain) shared among `parts` in proportion to them, each on the grain, adding up to `total`
+    exactly: each part is the difference of two rounded running sums, so no rounding is lost or counted twice."""
+    whole = sum(parts)
+    if not whole:
+        return [0] * len(parts)
+    shares, running, before = [], 0, 0
+    for part in parts:
+        running += part
+        upto = to_grain(Fraction(running * total, whole))
+        shares.append(upto - before)
+        before = upto
+    return shares
 
 
 def overlap(start: datetime, end: datetime, window_start: datetime, window_end: datetime) -> int:
@@ -97,12 +131,19 @@ def utilization(running: int, allocated: int) -> Decimal | None:
 
 
 def cost_micro_usd(instance_microseconds: int, usd_per_hour: Decimal) -> int:
-    """What that much instance-time costs at the rate, in micro-USD (rounded half-even, per daily row)."""
-    exact = Decimal(instance_microseconds) * usd_per_hour / MICROSECONDS_PER_HOUR * 1_000_000
-    return int(exact.quantize(Decimal(1), rounding=ROUND_HALF_EVEN))
+    """What that much instance-time costs at the rate, to the cent (rounded half-even, once per daily row), in
+    micro-USD."""
+    cents = Fraction(instance_microseconds) * Fraction(usd_per_hour) * 100 / MICROSECONDS_PER_HOUR
+    return round(cents) * CENT
+
+
+def micro_usd_to_the_cent(amount: Decimal) -> int:
+    """A dollar amount (what Cost Explorer billed for a day) rounded half-even to the cent, in micro-USD."""
+    return int((amount * 100).quantize(Decimal(1), rounding=ROUND_HALF_EVEN)) * CENT
 
 
 def usd(micro_usd: int) -> Decimal:
+    """Micro-USD as dollars and cents (exact for every figure summed from daily rows: they are kept to the cent)."""
     return (Decimal(micro_usd) / 1_000_000).quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
 
 

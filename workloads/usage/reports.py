@@ -49,6 +49,7 @@ from workloads.usage.definitions import (
     overlap,
     row_sums,
     summary_sums,
+    to_grain,
     usd,
     utilization,
 )
@@ -78,6 +79,11 @@ class InstanceTime:
         return utilization(self.running, self.allocated)
 
 
+# Every figure of Figures but busy (None until a job is reported): plain sums of daily rows.
+ADDED = ("allocated", "running", "allocated_accelerators", "running_accelerators", "allocated_cost", "running_cost",
+         "idle", "idle_cost", "over_allocation", "over_allocation_cost")  # fmt: skip
+
+
 @dataclass
 class Figures(InstanceTime):
     """Allocated and running instance-time of some rows, with accelerator-time and cost."""
@@ -97,18 +103,17 @@ class Figures(InstanceTime):
     over_allocation_cost: int = 0
 
     def add(self, other: Figures) -> None:
-        self.allocated += other.allocated
-        self.running += other.running
-        self.allocated_accelerators += other.allocated_accelerators
-        self.running_accelerators += other.running_accelerators
-        self.allocated_cost += other.allocated_cost
-        self.running_cost += other.running_cost
-        self.idle += other.idle
-        self.idle_cost += other.idle_cost
-        self.over_allocation += other.over_allocation
-        self.over_allocation_cost += other.over_allocation_cost
+        for name in ADDED:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
         if other.busy_accelerators is not None:
             self.busy_accelerators = (self.busy_accelerators or 0) + other.busy_accelerators
+
+    def without(self, part: Figures) -> Figures:
+        """These rows' figures less those of `part`, some of them (the organizations a chart does not draw one by
+        one): each is a plain sum of daily rows (idle and over-allocation floored per row first), so the
+        difference is exactly the other rows' sum."""
+        busy = None if self.busy_accelerators is None else self.busy_accelerators - (part.busy_accelerators or 0)
+        return Figures(**{name: getattr(self, name) - getattr(part, name) for name in ADDED}, busy_accelerators=busy)
 
     @property
     def allocated_accelerator_hours(self) -> Decimal:
@@ -159,6 +164,14 @@ class Figures(InstanceTime):
         return usd(self.over_allocation_cost)
 
 
+def total_of(parts) -> Figures:
+    """The sum of some Figures (a table's rows: its total)."""
+    total = Figures()
+    for figures in parts:
+        total.add(figures)
+    return total
+
+
 def _figures(row: Mapping) -> Figures:
     """The Figures of one grouped row of ROW_SUMS: grouped by instance type (its `accelerators` per instance), or
     with accelerator-time summed across types (accelerator_sums)."""
@@ -199,6 +212,15 @@ def summed_summaries(rows: QuerySet, *keys: str) -> dict[tuple, Figures]:
 
 def in_period(rows: QuerySet[UsageDay], period: Period) -> QuerySet[UsageDay]:
     return rows.filter(day__gte=period.first, day__lte=period.last)
+
+
+def org_report(organization: Organization, *, period: Period) -> tuple[list[tuple[CapacityPool, Figures]], Figures]:
+    """An organization's period as its page shows it: (pool, figures) per pool, its daily rows summed in one query,
+    and their total."""
+    by_pool = summed(in_period(UsageDay.objects.for_org(organization), period), "pool_id")
+    pools = CapacityPool.objects.filter(pk__in=[pool_id for (pool_id,) in by_pool]).select_related("instance_type")
+    pools = [(pool, by_pool[(pool.pk,)]) for pool in pools.order_by("instance_type__api_name")]
+    return pools, total_of(by_pool.values())
 
 
 def billed_check(organization: Organization, period: Period, figures: Figures) -> BilledCheck:
@@ -490,7 +512,8 @@ def pool_capacity(pools: list[CapacityPool], period: Period, *, as_of: datetime)
         first, last = max(period.first, pool.starts_on), min(period.last, pool.ends_on)
         for day in days_between(first, last):
             window_end = min(day_start(day + ONE_DAY), as_of)
-            part = pool.total_instances * overlap(day_start(day), window_end, day_start(day), window_end)
+            # On the grain and to the cent per day, as a daily row: the period's offer is their exact sum.
+            part = to_grain(pool.total_instances * overlap(day_start(day), window_end, day_start(day), window_end))
             if part <= 0:
                 break
             capacity += part

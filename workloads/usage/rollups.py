@@ -21,7 +21,7 @@ from portal.periods import day_start, today
 from tenants.models import Allocation, CapacityPool
 from workloads.jobs.busy import NodeRun, busy_time
 from workloads.usage import summaries
-from workloads.usage.definitions import ONE_DAY, allocated_microseconds, split_by_day
+from workloads.usage.definitions import ONE_DAY, allocated_microseconds, apportion, split_by_day, to_grain
 from workloads.usage.dirty import mark_days
 from workloads.usage.models import ClusterUsageDay, NodeInterval, UsageDay, UsageDirtyDay, UsageRevision
 from workloads.usage.rates import RateTable, load_rates, price
@@ -171,39 +171,57 @@ def recompute(
     busy = busy_time(organization_ids, window, runs)
 
     now = timezone.now()
-    rows = []
+    rows, kept = [], {}
     for org_id, pool_id, day in sorted(set(allocated) | set(running)):
         pool = pools.get(pool_id) or CapacityPool.objects.select_related("instance_type").get(pk=pool_id)
-        busy_part = busy.figure(busy.by_pool, (org_id, pool_id, day))
-        row = UsageDay(
-            organization_id=org_id,
-            pool_id=pool_id,
-            day=day,
-            allocated_microseconds=allocated.get((org_id, pool_id, day), 0),
-            running_microseconds=running.get((org_id, pool_id, day), 0),
-            busy_accelerator_microseconds=busy_part,
-            computed_at=now,
+        row = UsageDay(organization_id=org_id, pool_id=pool_id, day=day, computed_at=now)
+        # The row's figures on the grain (definitions: the unit of account), busy never above what ran.
+        row.allocated_microseconds, row.running_microseconds, row.busy_accelerator_microseconds = kept_figures(
+            allocated.get((org_id, pool_id, day), 0),
+            running.get((org_id, pool_id, day), 0),
+            busy.figure(busy.by_pool, (org_id, pool_id, day)),
+            accelerators=pool.instance_type.accelerators_per_instance,
         )
+        kept[(org_id, pool_id, day)] = row
         price(row, rates.rate(pool.instance_type_id, pool.region, day))
         rows.append(row)
     scope = {"organization_id__in": organization_ids, "day__in": days}
     UsageDay.objects.filter(**scope).delete()
     ClusterUsageDay.objects.filter(**scope).delete()
     UsageDay.objects.bulk_create(rows, batch_size=1000)
-    ClusterUsageDay.objects.bulk_create(
-        [
-            ClusterUsageDay(
-                organization_id=org_id,
-                cluster_id=cluster_id,
-                cluster_name=cluster_names.get(cluster_id, ""),
-                pool_id=pool_id,
-                day=day,
-                running_microseconds=part,
-                busy_accelerator_microseconds=busy.figure(busy.by_cluster, (org_id, cluster_id, pool_id, day)),
-            )
-            for (org_id, cluster_id, pool_id, day), part in sorted(
-                by_cluster.items(), key=lambda kv: (kv[0][0], kv[0][3], kv[0][2])
-            )
-        ],
-        batch_size=1000,
-    )
+    clusters: dict[tuple[int, int, date], list] = defaultdict(list)
+    for (org_id, cluster_id, pool_id, day), part in by_cluster.items():
+        busy_part = busy.figure(busy.by_cluster, (org_id, cluster_id, pool_id, day))
+        clusters[(org_id, pool_id, day)].append((cluster_id, part, busy_part))
+    cluster_rows = []
+    for key in sorted(clusters, key=lambda k: (k[0], k[2], k[1])):
+        org_id, pool_id, day = key
+        row = kept[key]
+        parts = sorted(clusters[key], key=lambda part: (part[0] is None, part[0] or 0))
+        for cluster_id, part, busy_part in cluster_parts(
+            parts, row.running_microseconds, row.busy_accelerator_microseconds
+        ):
+            cluster_rows.append(
+                ClusterUsageDay(organization_id=org_id, cluster_id=cluster_id,
+                                cluster_name=cluster_names.get(cluster_id, ""), pool_id=pool_id, day=day,
+                                running_microseconds=part, busy_accelerator_microseconds=busy_part)
+            )  # fmt: skip
+    ClusterUsageDay.objects.bulk_create(cluster_rows, batch_size=1000)
+
+
+def kept_figures(allocated: int, running: int, busy: int | None, *, accelerators: int) -> tuple[int, int, int | None]:
+    """A daily row's allocated, running and busy time as it is kept: each rounded to the grain once, busy capped by
+    the running accelerator-time (rounding must not lift it above what ran)."""
+    running = to_grain(running)
+    return to_grain(allocated), running, None if busy is None else min(to_grain(busy), running * accelerators)
+
+
+def cluster_parts(parts: list[tuple], running: int, busy: int | None) -> list[tuple]:
+    """The clusters' (key, running, busy) of one daily row, shared out of the row's kept running and busy time in
+    proportion to their exact parts, in the order given (definitions.apportion): they add up to the row."""
+    shares = apportion([p[1] for p in parts], running)
+    busy_shares = apportion([p[2] or 0 for p in parts], busy or 0)
+    return [
+        (cluster_id, share, None if busy_part is None else busy_share)
+        for (cluster_id, _part, busy_part), share, busy_share in zip(parts, shares, busy_shares, strict=True)
+    ]

@@ -51,14 +51,15 @@ class UsageQuerySerializer(api.QuerySerializer):
 
 
 def _hours(help_text: str, *, null: bool = False) -> serializers.DecimalField:
-    """Instance- or accelerator-hours as every usage row reads them: to a tenth of an hour."""
+    """Instance- or accelerator-hours as every usage row reads them: exact, to four decimals (a ten-thousandth of
+    an hour, the grain daily rows are kept to: workloads.usage.definitions), so rows add up to any total."""
     return serializers.DecimalField(
-        read_only=True, max_digits=20, decimal_places=1, allow_null=null, help_text=help_text
+        read_only=True, max_digits=24, decimal_places=4, allow_null=null, help_text=f"{help_text} Exact, to 0.0001 h."
     )
 
 
 def _usd(help_text: str, *, null: bool = False) -> serializers.DecimalField:
-    """US dollars as every usage row reads them: to the cent."""
+    """US dollars as every usage row reads them: exact, to the cent (daily rows are kept to the cent)."""
     return serializers.DecimalField(
         read_only=True, max_digits=20, decimal_places=2, allow_null=null, help_text=help_text
     )

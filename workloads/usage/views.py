@@ -14,7 +14,6 @@ from django.core.exceptions import ValidationError
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.loader import render_to_string
-from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
@@ -31,16 +30,16 @@ from tenants.access import (
     require_program_staff,
     visible_organizations,
 )
-from tenants.models import Allocation, CapacityPool, InstancePrice, Program
+from tenants.models import Allocation, InstancePrice, Program
 from workloads.training.program import organization_training
 from workloads.usage import charts, exports
 from workloads.usage.allocations import allocation_use
 from workloads.usage.forms import RateCardForm
-from workloads.usage.models import RateCardEntry, UsageDay, UsageRevision, UsageWeek
-from workloads.usage.over_time import cluster_breakdown, daily, org_weeks, pool_weeks, weekly
+from workloads.usage.models import RateCardEntry, UsageRevision
+from workloads.usage.over_time import cluster_breakdown
 from workloads.usage.periods import Period, PeriodError, parse_period
 from workloads.usage.rates import MANAGERS_ONLY, add_rate, remove_rate
-from workloads.usage.reports import Figures, billed_check, program_report, summed
+from workloads.usage.reports import ProgramReport, billed_check, org_report, program_report
 from workloads.usage.tables import OrgUsageTable, PoolUsageTable, billed_through_unit
 
 USAGE_PAGE = 20  # organizations per page of the program table; the heatmap shows the same ones and "the others"
@@ -104,7 +103,7 @@ def program_usage(request):
         "report": report,
         "org_table": org_table,
         "pool_table": sort_table(request, PoolUsageTable(report.pools, prefix="pools_")),
-        "charts": _cached_charts(report, program, request.user, shown=org_table.page.object_list, period=period),
+        "charts": _cached_charts(report, request.user, shown=org_table.page.object_list),
     }
     status = 400 if error else 200
     return render_page(request, "workloads/usage/program.html", context, fragment="usage-body", status=status)
@@ -113,9 +112,10 @@ def program_usage(request):
 CHARTS_TTL = 600  # seconds: a renamed organization or a resized pool shows in the charts within this time
 
 
-def _cached_charts(report, program: Program | None, user, *, shown: list, period: Period) -> str:
-    """The program-wide charts for the chosen period and the table's page of organizations: rendered once per
-    rollup (`UsageRevision`), period, language and page, then read from the cache."""
+def _cached_charts(report: ProgramReport, user, *, shown: list) -> str:
+    """The program-wide charts for the report's period and the table's page of organizations (charts.program_charts):
+    rendered once per rollup (`UsageRevision`), period, language and page, then read from the cache."""
+    program, period = report.program, report.period
     if program is None:
         return ""
     revision = UsageRevision.current()
@@ -124,99 +124,10 @@ def _cached_charts(report, program: Program | None, user, *, shown: list, period
     key = "usage-charts:" + hashlib.sha256(f"{parts}|{report.count}|{orgs}".encode()).hexdigest()
     html = cache.get(key)
     if html is None:
-        context = _program_charts(report, program, user, shown=shown, period=period)
+        context = charts.program_charts(report, user=user, shown=shown, as_of=timezone.now())
         html = render_to_string("workloads/usage/_program_charts.html", context)
         cache.set(key, html, CHARTS_TTL)
     return html
-
-
-def _minus(whole: Figures, part: Figures) -> Figures:
-    """The figures of everything but `part` (the organizations not drawn one by one)."""
-    return Figures(
-        **{
-            name: getattr(whole, name) - getattr(part, name)
-            for name in (
-                "allocated",
-                "running",
-                "allocated_accelerators",
-                "running_accelerators",
-                "allocated_cost",
-                "running_cost",
-                "idle",
-                "idle_cost",
-                "over_allocation",
-                "over_allocation_cost",
-            )
-        }
-    )
-
-
-def _program_charts(report, program: Program, user, *, shown: list, period: Period) -> dict:
-    """The weekly charts run from the program's start to the chosen period's end (not past today), the period's
-    weeks set apart; the cost chart is the chosen period's, from the table's own figures. The heatmap and the cost
-    bars draw the organizations of the table's page one by one and every other organization as one row, so they
-    stay legible and bounded with 2,000 organizations: the others' figures are the program's (per pool, already
-    summed for the pool charts; for the period, the table's totals) less the ones drawn."""
-    first, last = program.starts_on, min(program.ends_on, period.last, today())
-    last = max(last, first)
-    org_rows = [
-        charts.Row(r.organization.pk, r.organization.name, reverse("usage:org", args=[r.organization.slug]))
-        for r in shown
-    ]
-    ids = [row.key for row in org_rows]
-    weeks = charts.weeks_between(first, last)
-    chosen = (period.first, period.last)
-    # A year of weeks read from the summaries: 52 rows per organization drawn and per pool, whatever the number of
-    # organizations (the pools' weeks are every organization's: the "other organizations" row is those less the
-    # ones drawn).
-    by_org_week = org_weeks(
-        UsageWeek.objects.visible_to(user).filter(organization_id__in=ids),
-        UsageDay.objects.visible_to(user).filter(organization_id__in=ids),
-        first=first,
-        last=last,
-    )
-    by_pool_week = pool_weeks(first=first, last=last)
-    bars = [(row, r.figures) for row, r in zip(org_rows, shown, strict=True)]
-    heat_rows = org_rows
-    others = report.count - len(shown)
-    if others:
-        other_row = charts.Row(0, _("Other organizations (%(count)s)") % {"count": f"{others:,}"})
-        program_week: dict = {}
-        for (_pool, week), figures in by_pool_week.items():
-            program_week.setdefault(week, Figures()).add(figures)
-        shown_week: dict = {}
-        for (_org, week), figures in by_org_week.items():
-            shown_week.setdefault(week, Figures()).add(figures)
-        for week, figures in program_week.items():
-            by_org_week[(0, week)] = _minus(figures, shown_week.get(week, Figures()))
-        shown_total = Figures()
-        for _row, figures in bars:
-            shown_total.add(figures)
-        heat_rows = [*org_rows, other_row]
-        bars.append((other_row, _minus(report.totals, shown_total)))
-    return {
-        "period": period,
-        "through": last,
-        "heatmap": charts.heatmap(heat_rows, weeks, by_org_week, chosen=chosen),
-        "pool_charts": [
-            {
-                "pool": p.pool,
-                "chart": charts.pool_lines(
-                    p.pool.total_instances,
-                    weeks,
-                    {week: f for (pool_id, week), f in by_pool_week.items() if pool_id == p.pool.pk},
-                    first=first,
-                    as_of=timezone.now(),
-                    chosen=chosen,
-                    key=str(p.pool.pk),
-                ),
-            }
-            for p in report.pools
-        ],
-        "cost_chart": charts.cost_bars(
-            sorted(bars, key=lambda pair: (-pair[1].allocated_cost, pair[0].label)), period=period.label
-        ),
-    }
 
 
 @login_required
@@ -237,30 +148,13 @@ def _org_context(request, org_slug: str) -> dict:
     org = access.organization
     program = Program.objects.first()
     period, error = _period(request, program)
-    rows = UsageDay.objects.for_org(org)
-    by_pool = summed(rows.filter(day__gte=period.first, day__lte=period.last), "pool_id")
-    total = Figures()
-    for figures in by_pool.values():
-        total.add(figures)
+    pools, total = org_report(org, period=period)
     allocations = list(
         Allocation.objects.for_org(org)
         .filter(starts_on__lte=today())
         .select_related("pool__instance_type")
         .order_by("-starts_on", "-pk")
     )
-    weekly_chart = period.days > 120
-    last = min(period.last, today())
-    if weekly_chart:
-        weeks = charts.weeks_between(period.first, last)
-        by_week = weekly(rows, first=period.first, last=last, key="organization_id")
-        by_week = {week: f for (_org, week), f in by_week.items()}
-        chart = charts.daily_bars(weeks, by_week, first=period.first, as_of=timezone.now(), weekly=True)
-    else:
-        days = [period.first + timedelta(days=n) for n in range((last - period.first).days + 1)]
-        by_day: dict = {}
-        for (day, _pool), figures in daily(rows, first=period.first, last=last).items():
-            by_day.setdefault(day, Figures()).add(figures)
-        chart = charts.daily_bars(days, by_day, first=period.first, as_of=timezone.now())
     return {
         "access": access,
         "org": org,
@@ -269,20 +163,15 @@ def _org_context(request, org_slug: str) -> dict:
         "period_error": error,
         "choices": period_choices(program),
         "total": total,
-        "pools": [(pool, by_pool[(pool.pk,)]) for pool in _pools(by_pool)],
-        "uses": [use for use in allocation_use(allocations).values()],
+        "pools": pools,
+        "uses": list(allocation_use(allocations).values()),
         "clusters": cluster_breakdown(org, period),
-        "chart": chart,
-        "weekly_chart": weekly_chart,
+        "chart": charts.org_chart(org, period=period, as_of=timezone.now()),
+        "weekly_chart": period.days > charts.WEEKLY_AFTER_DAYS,
         "billed": billed_check(org, period, total),
         "as_of": timezone.now(),
         "training": organization_training(org),
     }
-
-
-def _pools(by_pool: dict):
-    ids = [pool_id for (pool_id,) in by_pool]
-    return CapacityPool.objects.filter(pk__in=ids).select_related("instance_type").order_by("instance_type__api_name")
 
 
 @login_required

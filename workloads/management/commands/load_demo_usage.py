@@ -25,7 +25,7 @@ from workloads.clusters.models import Cluster, ClusterInstanceGroup, ClusterNode
 from workloads.clusters.services import CONTROLLER_TYPES, cloud_name_for, worker_group_name
 from workloads.jobs.models import Job
 from workloads.usage import rollups, summaries
-from workloads.usage.definitions import cost_micro_usd, split_by_day
+from workloads.usage.definitions import cost_micro_usd, micro_usd_to_the_cent, split_by_day
 from workloads.usage.models import BilledCost, NodeInterval, RateCardEntry
 from workloads.usage.rates import load_rates
 
@@ -36,6 +36,11 @@ RAMP_UP = {3: 14}  # Aozora Robotics starts two weeks late
 # Minato Finance Models (load_demo ends its allocation early) keeps its cluster running after the allocation's end:
 # what it runs from then on is over-allocation.
 OVER_RUN = {6}
+BILLED, OVER_BILLED = Decimal("1.01"), Decimal("1.18")  # what Cost Explorer bills against the computed cost
+
+
+def usd_of(micro_usd: int) -> Decimal:
+    return Decimal(micro_usd) / 1_000_000
 
 
 def story_cluster_name(api_name: str) -> str:
@@ -239,7 +244,7 @@ class Command(BaseCommand):
                 organization_id=org_id,
                 day=day,
                 instance_type=instance_type,
-                cost_micro_usd=int(total * (1.18 if org_id == over else 1.01)),
+                cost_micro_usd=micro_usd_to_the_cent(usd_of(total) * (OVER_BILLED if org_id == over else BILLED)),
                 fetched_at=now,
             )
             for (org_id, day, instance_type), total in totals.items()
