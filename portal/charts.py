@@ -69,7 +69,8 @@ def legend_rows(names: list[str]) -> int:
 
 def base_option(*, filename: str, legend: bool = True) -> dict:
     """Tooltips listing every series at the hovered point, a legend whose entries hide and show their series, a
-    button saving the chart as a PNG, and room for the axes' labels."""
+    button saving the chart as an SVG (the SVG renderer's own image: vector, sharp at any size in a report), and room
+    for the axes' labels."""
     option: dict = {
         "animation": False,
         "color": PALETTE,
@@ -78,7 +79,7 @@ def base_option(*, filename: str, legend: bool = True) -> dict:
         "toolbox": {
             "right": 0,
             "top": 0,
-            "feature": {"saveAsImage": {"title": _("Save as PNG"), "name": filename, "pixelRatio": 2}},
+            "feature": {"saveAsImage": {"title": _("Save as SVG"), "type": "svg", "name": filename}},
         },
         "grid": {"left": 8, "right": 24, "top": 36, "bottom": 28, "containLabel": True},
     }

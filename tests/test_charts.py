@@ -1,5 +1,5 @@
 """What every chart shares (portal.charts): tooltips with every series, a legend that wraps rather than hides
-entries, a PNG export, reference lines inside the axis' range and labelled where they are drawn, all translated."""
+entries, an SVG export, reference lines inside the axis' range and labelled where they are drawn, all translated."""
 
 from django.utils import translation
 from hypothesis import given
@@ -8,19 +8,19 @@ from hypothesis import strategies as st
 from portal import charts
 
 
-def test_every_chart_has_an_axis_tooltip_a_legend_and_a_png_export():
+def test_every_chart_has_an_axis_tooltip_a_legend_and_an_svg_export():
     option = charts.base_option(filename="pool-weeks")
     assert option["tooltip"]["trigger"] == "axis"  # one tooltip lists every series at the hovered point
     assert "legend" in option
     save = option["toolbox"]["feature"]["saveAsImage"]
-    assert save["name"] == "pool-weeks" and save["title"] == "Save as PNG"
+    assert save["name"] == "pool-weeks" and save["title"] == "Save as SVG" and save["type"] == "svg"
     assert "legend" not in charts.base_option(filename="heatmap", legend=False)
 
 
 def test_the_charts_texts_are_translated():
     with translation.override("ja"):
         title = charts.base_option(filename="x")["toolbox"]["feature"]["saveAsImage"]["title"]
-    assert title != "Save as PNG" and title.isascii() is False
+    assert title != "Save as SVG" and title.isascii() is False
 
 
 def test_a_reference_line_is_a_series_inside_the_axis_range_with_its_label():
