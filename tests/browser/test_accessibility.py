@@ -92,3 +92,26 @@ def test_the_sign_in_members_and_service_account_pages_pass_axe_and_fit(page, li
                 if problems := _audit(page, live_server, axe, url):
                     found[f"{language} {username} {url}"] = problems
     assert found == {}
+
+
+def test_the_landing_pages_usage_and_forms_work_on_a_phone(page, live_server, axe):
+    """At 390 px, in both languages: both landing pages (the program's week, a team's week), the usage pages and the
+    forms a person fills in (capacity request, support case, workload record) fit the screen — a wide table scrolls
+    in its own box — and pass axe-core."""
+    call_command("load_demo", verbosity=0)
+    call_command("load_demo_workloads", verbosity=0)
+    call_command("load_demo_usage", verbosity=0)
+    page.set_viewport_size({"width": 390, "height": 844})
+    found = {}
+    for language in ("en", "ja"):
+        for username, urls in (
+            ("tenant1", ["/orgs/sakura-lab/", "/orgs/sakura-lab/usage/", "/orgs/sakura-lab/capacity/new/",
+                         "/orgs/sakura-lab/support/new/", "/orgs/sakura-lab/workloads/new/"]),
+            ("manager", ["/program/", "/program/usage/"]),
+        ):  # fmt: skip
+            page.context.clear_cookies()
+            log_in(page, live_server, username, language)
+            for url in urls:
+                if problems := _audit(page, live_server, axe, url):
+                    found[f"{language} {username} {url}"] = problems
+    assert found == {}
