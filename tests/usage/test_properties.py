@@ -8,7 +8,8 @@ from decimal import Decimal
 import pytest
 import time_machine
 from django.db import transaction
-from hypothesis import HealthCheck, given, settings
+from django.test import override_settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from portal.periods import day_start, days_between
@@ -16,8 +17,10 @@ from tenants.models import Organization
 from tests.usage.conftest import allocate, jst, run
 from workloads.models import RateCardEntry, UsageDay
 from workloads.usage import rollups
-from workloads.usage.definitions import CENT, GRAIN, allocated_microseconds, overlap, to_grain
+from workloads.usage.capacity import pool_capacity
+from workloads.usage.definitions import CENT, GRAIN, ONE_DAY, allocated_microseconds, cost_micro_usd, overlap, to_grain
 from workloads.usage.periods import Period
+from workloads.usage.rates import load_rates
 from workloads.usage.reports import summed
 
 pytestmark = pytest.mark.django_db
@@ -140,3 +143,55 @@ def test_rollups_add_up_exactly(p5, trn1, org_a, org_b, manager, runs, allocatio
         assert rows() == first_pass
         transaction.set_rollback(True)
     assert Organization.objects.count() == 2
+
+
+def capacity_day_by_day(pool, period: Period, as_of) -> tuple[int, int]:
+    """The pool's capacity and its cost as the definitions say it, one day at a time: each day up to `as_of`,
+    priced at its own rate."""
+    table = load_rates()
+    capacity = cost = 0
+    for day in days_between(max(period.first, pool.starts_on), min(period.last, pool.ends_on)):
+        end = min(day_start(day + ONE_DAY), as_of)
+        part = to_grain(pool.total_instances * overlap(day_start(day), end, day_start(day), end))  # as a daily row
+        if part <= 0:
+            break
+        capacity += part
+        cost += cost_micro_usd(part, table.rate(pool.instance_type_id, pool.region, day).usd_per_hour)
+    return capacity, cost
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    window=st.tuples(st.integers(-10, 40), st.integers(0, 50)),  # the pool's first day, days after the 1st; length
+    span=st.tuples(st.integers(-15, 45), st.integers(0, 60)),  # the period's
+    as_of=st.one_of(  # seconds after the 1st's midnight, or a midnight
+        st.integers(-10 * 86_400, 70 * 86_400), st.integers(-10, 70).map(lambda days: days * 86_400)
+    ),
+    changes=st.lists(
+        st.tuples(st.integers(-5, 60), st.sampled_from(list(RateCardEntry.Kind)), st.integers(1_000, 90_000)),
+        max_size=5,
+        unique_by=lambda change: (change[0], change[1]),
+    ),
+    zone=st.sampled_from(["Asia/Tokyo", "Europe/Berlin"]),
+)
+# A rate changing on the period's last day, and on the day `as_of` falls in
+@example(window=(0, 50), span=(0, 30), as_of=40 * 86_400, changes=[(30, "negotiated", 5_000)], zone="Asia/Tokyo")
+@example(
+    window=(0, 50), span=(0, 40), as_of=27 * 86_400 + 3_600, changes=[(27, "reserved", 5_000)], zone="Europe/Berlin"
+)
+def test_pool_capacity_is_the_sum_of_its_days(p5, window, span, as_of, changes, zone):
+    """pool_capacity sums runs of whole days at one rate: exactly what pricing every day on its own gives, across
+    rate changes of every kind, a period or a pool starting or ending anywhere, `as_of` before, inside or after
+    them, and in a zone with daylight-saving days."""
+    with transaction.atomic(), override_settings(TIME_ZONE=zone):
+        for day, kind, cents in changes:
+            RateCardEntry.objects.create(
+                instance_type=p5.instance_type, region=p5.region, kind=kind,
+                usd_per_hour=Decimal(cents) / 1000, effective_from=FIRST + timedelta(days=day),
+            )  # fmt: skip
+        p5.starts_on = FIRST + timedelta(days=window[0])
+        p5.ends_on = p5.starts_on + timedelta(days=window[1])
+        period = Period("range", FIRST + timedelta(days=span[0]), FIRST + timedelta(days=span[0] + span[1]))
+        moment = day_start(FIRST) + timedelta(seconds=as_of)
+        assert pool_capacity([p5], period, as_of=moment)[p5.pk] == capacity_day_by_day(p5, period, moment)
+        transaction.set_rollback(True)

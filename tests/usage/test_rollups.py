@@ -5,6 +5,8 @@ from decimal import Decimal
 
 import pytest
 import time_machine
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from tenants.models import Organization
 from tests.usage.conftest import AFTER, WEEK, jst, run
@@ -95,6 +97,24 @@ def test_only_marked_days_are_recomputed(week, org_a, p5):
         assert rollups.roll_up() == 1
     assert UsageDay.objects.get(pk=untouched.pk).computed_at == untouched.computed_at
     assert not UsageDirtyDay.objects.exists()
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's planner, which goes by the query alone")
+def test_recomputing_today_reads_the_runs_reaching_today_not_every_run(week, org_a):
+    """After a poll, the rollup reads the runs that ended today or are still open, through the (organization,
+    ended_at) index: a year of runs costs it nothing (an ORDER BY, or a start bound on the open runs, made SQLite's
+    planner walk (organization, started_at), every run the organization ever had)."""
+    with time_machine.travel(AFTER, tick=False):
+        rollups.mark_days(org_a.pk, date(2027, 3, 20))
+        with CaptureQueriesContext(connection) as queries:
+            assert rollups.roll_up() == 1
+    reads = [query["sql"] for query in queries if 'FROM "workloads_nodeinterval"' in query["sql"]]
+    assert len(reads) == 2
+    for sql in reads:
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN QUERY PLAN {sql}")
+            plan = " ".join(str(step) for step in cursor.fetchall())
+        assert "INDEX interval_org_end" in plan, plan
 
 
 def test_a_rate_change_reprices_the_days_it_covers_and_nothing_else(week, org_b, p5, manager):

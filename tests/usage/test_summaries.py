@@ -10,6 +10,7 @@ import pytest
 import time_machine
 from django.db.models import F
 
+from portal.periods import today
 from tenants.models import Allocation, Organization
 from tests.factories import OrganizationFactory
 from tests.usage.conftest import AFTER, WEEK, WEEK_RUNNING_COST, allocate, jst, run
@@ -26,8 +27,17 @@ from workloads.usage.models import (
     UsageWeek,
 )
 from workloads.usage.over_time import org_weeks, weekly
-from workloads.usage.periods import Period
-from workloads.usage.reports import Figures, _figures, program_report, summed
+from workloads.usage.periods import Period, parse_period
+from workloads.usage.reports import (
+    SELECTED,
+    Figures,
+    _figures,
+    org_usage,
+    program_report,
+    summed,
+    weeks_hold,
+    with_figures,
+)
 
 
 def stored(model, *keys: str) -> dict[tuple, Figures]:
@@ -125,8 +135,10 @@ def test_weeks_cut_by_the_span_are_summed_from_the_daily_rows(week):
     [
         Period("week", date(2027, 3, 8), date(2027, 3, 14)),  # read from the weekly summaries
         Period("range", date(2027, 3, 1), date(2027, 3, 14)),  # whole weeks too
-        Period("month", date(2027, 3, 1), date(2027, 3, 31)),  # from the daily rows
-        Period("range", date(2027, 3, 9), date(2027, 3, 13)),
+        # From the weekly summaries too: a Monday to a day after today, after a month of whole weeks
+        Period("month", date(2027, 3, 1), date(2027, 3, 31)),
+        Period("range", date(2027, 3, 9), date(2027, 3, 13)),  # from the daily rows
+        Period("range", date(2027, 3, 3), date(2027, 3, 18)),  # whole weeks inside, but cut: the daily rows
     ],
 )
 def test_the_program_table_is_the_daily_rows_sums_whichever_rows_it_reads(week, program, period):
@@ -143,6 +155,65 @@ def test_the_program_table_is_the_daily_rows_sums_whichever_rows_it_reads(week, 
         earlier = before.get((row.organization.pk,))
         assert row.previous == (Figures(allocated=earlier.allocated, running=earlier.running) if earlier else None)
     assert {p.pool.pk: p.figures for p in report.pools} == {key[0]: f for key, f in summed(days, "pool_id").items()}
+
+
+def every_figure(period: Period, *, by_weeks: bool) -> dict[int, dict]:
+    """Every figure of every organization as the program table's queryset has it, those it shows and those it
+    sorts by, read from the weekly summaries or from the daily rows."""
+    ranked = org_usage(
+        Organization.objects.all(), period=period, through=None, threshold=Decimal("0.5"), by_weeks=by_weeks
+    )
+    shown = (*SELECTED, "allocated_accelerators", "running_accelerators")
+    orders = {f"order_{name}": F(name) for name in ("utilization", "change", "is_idle", "is_over")}
+    rows = with_figures(ranked, period=period).annotate(**orders).values("pk", *shown, *orders)
+    return {row["pk"]: row for row in rows}
+
+
+@pytest.mark.django_db
+def test_the_program_to_date_is_read_from_its_weeks_when_they_hold_it(week, program, org_b, p5):
+    """The program started on a Friday: its first week's summary holds nothing else, so the program to date is its
+    weeks' summaries (52 rows an organization in a year, not 730 daily ones), every figure and order the daily
+    rows give. Once Beta ran on the Wednesday before the start, that week holds more than the program: the daily
+    rows are read, and the figures stay the program's."""
+    assert program.starts_on == date(2027, 1, 1) and program.starts_on.weekday() == 4
+    with time_machine.travel(AFTER, tick=False):
+        period = parse_period({"period": "program"}, program=program, today=today())
+        assert (period.first, period.last) == (date(2027, 1, 1), date(2027, 3, 20))
+        everyone = Organization.objects.all()
+        assert weeks_hold(period, everyone)
+        assert every_figure(period, by_weeks=True) == every_figure(period, by_weeks=False)
+        expected = summed(UsageDay.objects.filter(day__gte=period.first, day__lte=period.last), "organization_id")
+        rows = program_report(period=period, organizations=everyone, program=program).rows
+        assert {row.organization.pk: row.figures for row in rows} == {key[0]: f for key, f in expected.items()}
+
+        run(org_b, "p5.48xlarge", jst(2026, 12, 30), jst(2026, 12, 31), instance="early")
+        rollups.mark_days(org_b.pk, date(2026, 12, 30), date(2026, 12, 31))
+        rollups.roll_up()
+        assert UsageDay.objects.filter(organization=org_b, day__lt=period.first).exists()
+        assert not weeks_hold(period, everyone)
+        rows = program_report(period=period, organizations=everyone, program=program).rows
+        assert {row.organization.pk: row.figures for row in rows} == {key[0]: f for key, f in expected.items()}
+        assert every_figure(period, by_weeks=True) != every_figure(period, by_weeks=False)  # the week holds more
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("period", "held"),
+    [
+        (Period("month", date(2027, 3, 1), date(2027, 3, 31)), True),  # February ends on a Sunday
+        (Period("month", date(2027, 1, 1), date(2027, 1, 31)), False),  # December ends in January's first week
+        # 13 days from a Monday: the 13 before start on a Tuesday, and the Monday before has rows
+        (Period("range", date(2027, 3, 8), date(2027, 3, 20)), False),
+        (Period("range", date(2027, 3, 9), date(2027, 3, 13)), False),
+    ],
+)
+def test_a_period_and_the_one_before_read_from_weeks_only_when_they_hold_them(week, period, held):
+    """Read from the weekly summaries only when they hold the period and the one before exactly: every figure
+    as the daily rows give it either way."""
+    with time_machine.travel(AFTER, tick=False):
+        assert weeks_hold(period, Organization.objects.all()) == held
+        if held:
+            assert every_figure(period, by_weeks=True) == every_figure(period, by_weeks=False)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -214,8 +285,8 @@ def test_the_billed_check_from_the_summaries_is_the_daily_rows_check(week, progr
 
 @pytest.mark.django_db
 def test_an_organization_billed_without_computed_cost_reads_as_computed_zero(week, program, manager, client):
-    """Billed on a settled day it ran nothing (a month: the daily rows' path): computed 0, no gap to divide by,
-    on the page and in the CSV alike."""
+    """Billed on a settled day it ran nothing (a month: the billed check from the daily rows): computed 0, no gap to
+    divide by, on the page and in the CSV alike."""
     idle = OrganizationFactory(name="Billed Only", slug="billed-only")
     bill(idle, date(2027, 3, 10), 5_000_000)
     period = Period("month", date(2027, 3, 1), date(2027, 3, 31))

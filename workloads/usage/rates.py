@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal
@@ -76,6 +77,22 @@ class RateTable:
                     return Rate(self._prices[(instance_type_id, region, kind)][index], str(kind), starts[index])
         price = self._catalog.get((instance_type_id, region))
         return Rate(price, CATALOG) if price is not None else NO_RATE
+
+    def runs(self, instance_type_id: int, region: str, first: date, last: date) -> Iterator[tuple[date, date, Rate]]:
+        """The days `first` to `last` as runs of days with one rate: (first day, last day, rate), in order. A rate
+        changes only on a day an entry of the type and region takes effect, so a year is a run or a few."""
+        if last < first:
+            return
+        changes = sorted(
+            {
+                day
+                for kind in PRECEDENCE
+                for day in self._starts.get((instance_type_id, region, kind), ())
+                if first < day <= last
+            }
+        )
+        for start, end in zip([first, *changes], [*changes, last + timedelta(days=1)], strict=True):
+            yield start, end - timedelta(days=1), self.day_rate(instance_type_id, region, start)
 
 
 def load_rates() -> RateTable:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from functools import cached_property
 
@@ -28,7 +28,7 @@ from django.db.models.functions import Cast, Coalesce
 from django.db.models.lookups import LessThan
 from django.utils import timezone
 
-from portal.periods import day_start
+from portal.periods import week_of
 from tenants.models import CapacityPool, Organization, Program
 from workloads.usage.billed import (
     BilledCheck,
@@ -39,14 +39,11 @@ from workloads.usage.billed import (
     settled_sum,
     week_summaries_settled,
 )
+from workloads.usage.capacity import pool_capacity
 from workloads.usage.definitions import (
-    ONE_DAY,
     ROW_SUMS,
     accelerator_sums,
-    cost_micro_usd,
-    days_between,
     hours,
-    overlap,
     row_sums,
     summary_sums,
     to_grain,
@@ -55,7 +52,6 @@ from workloads.usage.definitions import (
 )
 from workloads.usage.models import BilledCost, PoolUsageDay, UsageDay, UsageWeek
 from workloads.usage.periods import Period
-from workloads.usage.rates import load_rates
 
 ACCELERATORS = F("pool__instance_type__accelerators_per_instance")
 
@@ -310,31 +306,37 @@ def org_usage(
     threshold: Decimal,
     settled: SettledBilling | None = None,
     billed_summarized: bool = False,
+    by_weeks: bool = False,
 ) -> QuerySet[Organization]:
     """Every organization with its figures over the period summed in the database, so a page of 20 among 2,000 is
-    sorted and cut there: ROW_SUMS of the period (from the weekly summaries when the period is whole weeks), the
-    previous period's allocated and running time (the change), what Cost Explorer billed over the settled days
-    (through `through`) and the running cost computed over them, and the flags "needing attention" orders by
-    (billed apart: from the week's summaries in SQL, or the organizations `settled` found apart); ordered by
-    attention (ATTENTION). All are aliases: a read computes only the sums its order needs; with_figures selects
-    them."""
+    sorted and cut there: ROW_SUMS of the period (from the weekly summaries when they hold its figures,
+    `by_weeks`: see weeks_hold), the previous period's allocated and running time (the change), what Cost Explorer
+    billed over the settled days (through `through`) and the running cost computed over them, and the flags
+    "needing attention" orders by (billed apart: from the week's summaries in SQL, or the organizations `settled`
+    found apart); ordered by attention (ATTENTION). All are aliases: a read computes only the sums its order
+    needs; with_figures selects them."""
     previous = period.previous()
     first = previous.first if previous else period.first
     nothing = Cast(Value(None), BigIntegerField())  # typed, so SQL can subtract it
-    if period.whole_weeks:  # a week among 2,000 organizations: their 4,000 weekly rows, not 28,000 daily ones
-        span = Q(usage_weeks__week__gte=first, usage_weeks__week__lte=period.last)
+    if by_weeks:  # a week among 2,000 organizations: 4,000 weekly rows, not 28,000 daily ones; a year 52 each, not 730
+        span = Q(usage_weeks__week__gte=week_of(first), usage_weeks__week__lte=week_of(period.last))
         usage = FilteredRelation("usage_weeks", condition=span)
-        sums = summary_sums("usage__", Q(usage__week__gte=period.first))
-        column, allocated, running = "usage__week", "usage__allocated", "usage__running"
+        sums = summary_sums("usage__", Q(usage__week__gte=week_of(period.first)))
+        before = {
+            f"previous_{name}": Sum(f"usage__{name}", filter=Q(usage__week__lte=week_of(previous.last)))
+            for name in ("allocated", "running")
+            if previous
+        }
     else:
         span = Q(usage_days__day__gte=first, usage_days__day__lte=period.last)
         usage = FilteredRelation("usage_days", condition=span)
         sums = row_sums("usage__", Q(usage__day__gte=period.first))
-        column, allocated, running = "usage__day", "usage__allocated_microseconds", "usage__running_microseconds"
-    before = {
-        "previous_allocated": Sum(allocated, filter=Q(**{f"{column}__lte": previous.last})) if previous else nothing,
-        "previous_running": Sum(running, filter=Q(**{f"{column}__lte": previous.last})) if previous else nothing,
-    }
+        before = {
+            f"previous_{name}": Sum(f"usage__{name}_microseconds", filter=Q(usage__day__lte=previous.last))
+            for name in ("allocated", "running")
+            if previous
+        }
+    before = before or {"previous_allocated": nothing, "previous_running": nothing}
     if billed_summarized:  # one week whose summaries hold its billed check (billed.week_summaries_settled)
         now = Q(usage__week__gte=period.first)
         settled_sums = {
@@ -362,6 +364,27 @@ def org_usage(
     )
 
 
+def weeks_hold(period: Period, organizations: QuerySet[Organization]) -> bool:
+    """Whether the weekly summaries hold the period's figures, and the previous period's: the ISO weeks each falls
+    in have no daily row of these organizations outside it, and the two share no week. Whole weeks do, with no
+    query; so does the program to date, in one query, when nothing ran before the program's start in its first week
+    (no daily row is after today). A month whose first week the month before ends in, and a range cut mid-week, are
+    read from the daily rows."""
+    if period.whole_weeks:
+        return True
+    spans = [period, *filter(None, [period.previous()])]
+    if len(spans) == 2 and week_of(spans[1].last) == week_of(period.first):
+        return False
+    outside = Q()
+    for span in spans:
+        monday, sunday = week_of(span.first), week_of(span.last) + timedelta(days=6)
+        if monday < span.first:
+            outside |= Q(day__gte=monday, day__lt=span.first)
+        if span.last < sunday:
+            outside |= Q(day__gt=span.last, day__lte=sunday)
+    return not rows_of(UsageDay, organizations).filter(outside).exists()
+
+
 def _settled_sums(period: Period, through: date | None) -> dict:
     """Each organization's billed and computed running cost over the settled days, from BilledCost and UsageDay."""
     nothing = Cast(Value(None), BigIntegerField())
@@ -380,8 +403,9 @@ SELECTED = (*ROW_SUMS, "previous_allocated", "previous_running", "billed", "bill
 
 def with_figures(organizations: QuerySet[Organization], *, period: Period) -> QuerySet[Organization]:
     """org_usage's organizations with every figure a row shows selected, and their accelerator-time (kept in the
-    weekly summaries; from daily rows, a join to the instance types the ranking does without)."""
-    if period.whole_weeks:
+    weekly summaries, summed beside the other figures when org_usage reads them; from daily rows, a join to the
+    instance types the ranking does without)."""
+    if "allocated_accelerators" in organizations.query.annotations:  # summed from the summaries already
         accelerators = {name: F(name) for name in ("allocated_accelerators", "running_accelerators")}
     else:
         accelerators = accelerator_sums("usage__", Q(usage__day__gte=period.first))
@@ -463,7 +487,7 @@ class ProgramReport:
         """The rows of a slice of `ranked` (sorted and cut in the database: only the ids come back), then the
         figures of those organizations alone: two queries whatever the number of organizations."""
         ids = list(ranked.values_list("pk", flat=True))
-        found = with_figures(self.ranked.filter(pk__in=ids), period=self.period).in_bulk()
+        found = with_figures(self.ranked.filter(pk__in=ids), period=self.period).order_by().in_bulk()
         return [self.row(found[pk]) for pk in ids]
 
     def iter_rows(self, *, chunk: int = 500) -> Iterator[OrgRow]:
@@ -503,25 +527,6 @@ class ProgramReport:
         return (usd(micro_usd) * self.program.usd_exchange_rate).quantize(Decimal("1"))
 
 
-def pool_capacity(pools: list[CapacityPool], period: Period, *, as_of: datetime) -> dict[int, tuple[int, int]]:
-    """What each pool offered over the period to date: (instance-microseconds, micro-USD at the day's rate)."""
-    rates = load_rates()
-    offered = {}
-    for pool in pools:
-        capacity = cost = 0
-        first, last = max(period.first, pool.starts_on), min(period.last, pool.ends_on)
-        for day in days_between(first, last):
-            window_end = min(day_start(day + ONE_DAY), as_of)
-            # On the grain and to the cent per day, as a daily row: the period's offer is their exact sum.
-            part = to_grain(pool.total_instances * overlap(day_start(day), window_end, day_start(day), window_end))
-            if part <= 0:
-                break
-            capacity += part
-            cost += cost_micro_usd(part, rates.rate(pool.instance_type_id, pool.region, day).usd_per_hour)
-        offered[pool.pk] = (capacity, cost)
-    return offered
-
-
 def rows_of(model, organizations: QuerySet[Organization]) -> QuerySet:
     """The model's rows of these organizations; all of them, with no subquery over every organization's id in each
     sum, when `organizations` is every one (program staff, as TenantQuerySet.visible_to does)."""
@@ -543,6 +548,7 @@ def program_report(
     # The billed check: a week's from its summaries when they hold it as of `through`; otherwise from the
     # daily rows, each side grouped per organization once (SettledBilling).
     summarized = period.whole_weeks and period.days == 7 and week_summaries_settled(period.first, through)
+    by_weeks = weeks_hold(period, organizations)
     settled = None
     billed_totals: tuple[int | None, int] = (None, 0)
     if through and summarized:
@@ -589,6 +595,7 @@ def program_report(
             threshold=threshold,
             settled=settled,
             billed_summarized=summarized,
+            by_weeks=by_weeks,
         ),
         totals=totals,
         pools=pool_rows,

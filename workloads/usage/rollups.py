@@ -135,14 +135,16 @@ def recompute(
                     allocated[(org_id, pool_id, day)] += part
 
     # Closed runs ending after the window starts, then open runs: two index range scans on (organization, ended_at),
-    # so recomputing today reads today's runs, not every run the organization ever had.
-    overlapping = NodeInterval.objects.filter(organization_id__in=organization_ids, started_at__lt=window[1])
+    # so recomputing today reads today's runs, not every run the organization ever had. No ORDER BY, and no start
+    # bound on the open runs (the nodes running now; one starting after the window has no part in it below): either
+    # made SQLite's planner take (organization, started_at) and read every run before the window. Each part sorted
+    # here as the model orders runs (start, id).
+    of_orgs = NodeInterval.objects.filter(organization_id__in=organization_ids).order_by()
     columns = ("organization_id", "instance_type", "region", "started_at", "ended_at", "last_seen_at", "cluster_id",
-               "cluster__name", "node_id")  # fmt: skip
-    intervals = chain(
-        overlapping.filter(ended_at__gt=window[0]).values_list(*columns),
-        overlapping.filter(ended_at__isnull=True, last_seen_at__gt=window[0]).values_list(*columns),
-    )
+               "cluster__name", "node_id", "pk")  # fmt: skip
+    closed = of_orgs.filter(started_at__lt=window[1], ended_at__gt=window[0]).values_list(*columns)
+    still_open = of_orgs.filter(ended_at__isnull=True, last_seen_at__gt=window[0]).values_list(*columns)
+    intervals = chain(*(sorted(part, key=lambda row: (row[3], row[-1])) for part in (closed, still_open)))
     runs: list[NodeRun] = []  # what the nodes ran, in pools, for the busy time's cap
     for (
         org_id,
@@ -154,6 +156,7 @@ def recompute(
         cluster_id,
         cluster_name,
         node_id,
+        _pk,
     ) in intervals:
         end = min(ended_at or last_seen_at, as_of)
         cluster_names[cluster_id] = cluster_name or ""

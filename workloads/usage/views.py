@@ -68,9 +68,10 @@ def period_choices(program: Program | None) -> list[tuple[str, str]]:
     if program is None:
         return []
     last = min(program.ends_on, today())
-    weeks, monday = [], program.starts_on - timedelta(days=program.starts_on.weekday())
-    while monday <= last:
-        weeks.append((iso_week(monday), _("Week %(week)s") % {"week": iso_week(monday)}))
+    weeks, monday, label = [], program.starts_on - timedelta(days=program.starts_on.weekday()), _("Week %(week)s")
+    while monday <= last:  # 52 a year: the label translated once
+        week = iso_week(monday)
+        weeks.append((week, label % {"week": week}))
         monday += timedelta(days=7)
     months, first = [], program.starts_on.replace(day=1)
     while first <= last:
