@@ -35,9 +35,9 @@ from workloads.usage.reports import (
     org_usage,
     program_report,
     summed,
-    weeks_hold,
     with_figures,
 )
+from workloads.usage.summaries import weeks_hold
 
 
 def stored(model, *keys: str) -> dict[tuple, Figures]:
@@ -180,7 +180,7 @@ def test_the_program_to_date_is_read_from_its_weeks_when_they_hold_it(week, prog
         period = parse_period({"period": "program"}, program=program, today=today())
         assert (period.first, period.last) == (date(2027, 1, 1), date(2027, 3, 20))
         everyone = Organization.objects.all()
-        assert weeks_hold(period, everyone)
+        assert weeks_hold(period, UsageDay.objects.filter(organization__in=everyone))
         assert every_figure(period, by_weeks=True) == every_figure(period, by_weeks=False)
         expected = summed(UsageDay.objects.filter(day__gte=period.first, day__lte=period.last), "organization_id")
         rows = program_report(period=period, organizations=everyone, program=program).rows
@@ -190,7 +190,7 @@ def test_the_program_to_date_is_read_from_its_weeks_when_they_hold_it(week, prog
         rollups.mark_days(org_b.pk, date(2026, 12, 30), date(2026, 12, 31))
         rollups.roll_up()
         assert UsageDay.objects.filter(organization=org_b, day__lt=period.first).exists()
-        assert not weeks_hold(period, everyone)
+        assert not weeks_hold(period, UsageDay.objects.filter(organization__in=everyone))
         rows = program_report(period=period, organizations=everyone, program=program).rows
         assert {row.organization.pk: row.figures for row in rows} == {key[0]: f for key, f in expected.items()}
         assert every_figure(period, by_weeks=True) != every_figure(period, by_weeks=False)  # the week holds more
@@ -211,7 +211,7 @@ def test_a_period_and_the_one_before_read_from_weeks_only_when_they_hold_them(we
     """Read from the weekly summaries only when they hold the period and the one before exactly: every figure
     as the daily rows give it either way."""
     with time_machine.travel(AFTER, tick=False):
-        assert weeks_hold(period, Organization.objects.all()) == held
+        assert weeks_hold(period, UsageDay.objects.all()) == held
         if held:
             assert every_figure(period, by_weeks=True) == every_figure(period, by_weeks=False)
 

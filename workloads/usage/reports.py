@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from decimal import Decimal
 from functools import cached_property
 
@@ -46,12 +46,12 @@ from workloads.usage.definitions import (
     hours,
     row_sums,
     summary_sums,
-    to_grain,
     usd,
     utilization,
 )
 from workloads.usage.models import BilledCost, PoolUsageDay, UsageDay, UsageWeek
 from workloads.usage.periods import Period
+from workloads.usage.summaries import weeks_hold
 
 ACCELERATORS = F("pool__instance_type__accelerators_per_instance")
 
@@ -364,27 +364,6 @@ def org_usage(
     )
 
 
-def weeks_hold(period: Period, organizations: QuerySet[Organization]) -> bool:
-    """Whether the weekly summaries hold the period's figures, and the previous period's: the ISO weeks each falls
-    in have no daily row of these organizations outside it, and the two share no week. Whole weeks do, with no
-    query; so does the program to date, in one query, when nothing ran before the program's start in its first week
-    (no daily row is after today). A month whose first week the month before ends in, and a range cut mid-week, are
-    read from the daily rows."""
-    if period.whole_weeks:
-        return True
-    spans = [period, *filter(None, [period.previous()])]
-    if len(spans) == 2 and week_of(spans[1].last) == week_of(period.first):
-        return False
-    outside = Q()
-    for span in spans:
-        monday, sunday = week_of(span.first), week_of(span.last) + timedelta(days=6)
-        if monday < span.first:
-            outside |= Q(day__gte=monday, day__lt=span.first)
-        if span.last < sunday:
-            outside |= Q(day__gt=span.last, day__lte=sunday)
-    return not rows_of(UsageDay, organizations).filter(outside).exists()
-
-
 def _settled_sums(period: Period, through: date | None) -> dict:
     """Each organization's billed and computed running cost over the settled days, from BilledCost and UsageDay."""
     nothing = Cast(Value(None), BigIntegerField())
@@ -548,7 +527,7 @@ def program_report(
     # The billed check: a week's from its summaries when they hold it as of `through`; otherwise from the
     # daily rows, each side grouped per organization once (SettledBilling).
     summarized = period.whole_weeks and period.days == 7 and week_summaries_settled(period.first, through)
-    by_weeks = weeks_hold(period, organizations)
+    by_weeks = weeks_hold(period, rows_of(UsageDay, organizations))
     settled = None
     billed_totals: tuple[int | None, int] = (None, 0)
     if through and summarized:

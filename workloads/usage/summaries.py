@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from datetime import date, timedelta
 
 from django.db import connection
-from django.db.models import Sum
+from django.db.models import Q, Sum
 from django.db.models.functions import TruncWeek
 
 from portal.periods import as_date, today, week_of
@@ -139,3 +139,24 @@ def write(
         ),
         batch_size=BATCH,
     )
+
+
+def weeks_hold(period: Period, daily_rows) -> bool:
+    """Whether the weekly summaries hold the period's figures, and the previous period's: the ISO weeks each falls
+    in have no daily row of these organizations outside it, and the two share no week. Whole weeks do, with no
+    query; so does the program to date, in one query, when nothing ran before the program's start in its first week
+    (no daily row is after today). A month whose first week the month before ends in, and a range cut mid-week, are
+    read from the daily rows. `daily_rows`: the UsageDay rows of the organizations read."""
+    if period.whole_weeks:
+        return True
+    spans = [period, *filter(None, [period.previous()])]
+    if len(spans) == 2 and week_of(spans[1].last) == week_of(period.first):
+        return False
+    outside = Q()
+    for span in spans:
+        monday, sunday = week_of(span.first), week_of(span.last) + timedelta(days=6)
+        if monday < span.first:
+            outside |= Q(day__gte=monday, day__lt=span.first)
+        if span.last < sunday:
+            outside |= Q(day__gt=span.last, day__lte=sunday)
+    return not daily_rows.filter(outside).exists()
