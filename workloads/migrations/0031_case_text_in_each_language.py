@@ -4,20 +4,23 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('workloads', '0030_training_progress'),
+        ("workloads", "0030_training_progress"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='caseevent',
-            name='body_written',
-            field=models.JSONField(blank=True, default=dict, editable=False, verbose_name='text in each language'),
+            model_name="caseevent",
+            name="body_written",
+            field=models.JSONField(
+                blank=True, default=dict, db_default={}, editable=False, verbose_name="text in each language"
+            ),
         ),
         migrations.AddField(
-            model_name='supportcase',
-            name='title_written',
-            field=models.JSONField(blank=True, default=dict, editable=False, verbose_name='title in each language'),
+            model_name="supportcase",
+            name="title_written",
+            field=models.JSONField(
+                blank=True, default=dict, db_default={}, editable=False, verbose_name="title in each language"
+            ),
         ),
     ]

@@ -57,7 +57,9 @@ class SupportCase(models.Model):
     )
     title = models.CharField(_("title"), max_length=200)
     # The portal's own title in each language when the portal opened the case ({"en": …, "ja": …}); see written.py.
-    title_written = models.JSONField(_("title in each language"), default=dict, blank=True, editable=False)
+    title_written = models.JSONField(
+        _("title in each language"), default=dict, db_default={}, blank=True, editable=False
+    )
     description = models.TextField(_("description"), max_length=FREE_TEXT_MAX)
     category = models.CharField(_("category"), max_length=16, choices=Category.choices)
     severity = models.CharField(_("severity"), max_length=2, choices=Severity.choices, default=Severity.S3)
@@ -196,7 +198,7 @@ class CaseEvent(models.Model):
     internal = models.BooleanField(_("internal"), default=False, db_index=True)
     body = models.TextField(_("text"), blank=True, max_length=FREE_TEXT_MAX)
     # The portal's own text in each language when the portal wrote it ({"en": …, "ja": …}); see written.py.
-    body_written = models.JSONField(_("text in each language"), default=dict, blank=True, editable=False)
+    body_written = models.JSONField(_("text in each language"), default=dict, db_default={}, blank=True, editable=False)
     old_value = models.CharField(_("from"), max_length=200, blank=True)
     new_value = models.CharField(_("to"), max_length=200, blank=True)
     created_at = models.DateTimeField(_("at"), auto_now_add=True, db_index=True)
