@@ -51,6 +51,18 @@ def _audit(page, live_server, axe, url: str) -> list[str]:
     return problems
 
 
+def _audit_as(page, live_server, axe, language: str, pages: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Each user's pages audited in `language`, signed in as that user: {"ja tenant1 /url": problems}."""
+    found = {}
+    for username, urls in pages.items():
+        page.context.clear_cookies()
+        log_in(page, live_server, username, language)
+        for url in urls:
+            if problems := _audit(page, live_server, axe, url):
+                found[f"{language} {username} {url}"] = problems
+    return found
+
+
 @pytest.mark.parametrize("width", [1280, 390])
 def test_the_sign_in_members_and_service_account_pages_pass_axe_and_fit(page, live_server, axe, settings, width):
     """The login page with two providers, an invitation's page with its sign-in buttons, the members page with its
@@ -81,16 +93,11 @@ def test_the_sign_in_members_and_service_account_pages_pass_axe_and_fit(page, li
         for url in ("/login/", link[link.index("/invitations/") :]):
             if problems := _audit(page, live_server, axe, url):
                 found[f"{language} {url}"] = problems
-        for username, urls in (
-            ("tenant1", ["/orgs/sakura-lab/members/", "/orgs/sakura-lab/service-accounts/",
-                         f"/orgs/sakura-lab/service-accounts/{account.pk}/"]),
-            ("manager", ["/program/capacity/allocations/?org=sakura"]),
-        ):  # fmt: skip
-            page.context.clear_cookies()
-            log_in(page, live_server, username, language)
-            for url in urls:
-                if problems := _audit(page, live_server, axe, url):
-                    found[f"{language} {username} {url}"] = problems
+        found |= _audit_as(page, live_server, axe, language, {
+            "tenant1": ["/orgs/sakura-lab/members/", "/orgs/sakura-lab/service-accounts/",
+                        f"/orgs/sakura-lab/service-accounts/{account.pk}/"],
+            "manager": ["/program/capacity/allocations/?org=sakura"],
+        })  # fmt: skip
     assert found == {}
 
 
@@ -104,14 +111,9 @@ def test_the_landing_pages_usage_and_forms_work_on_a_phone(page, live_server, ax
     page.set_viewport_size({"width": 390, "height": 844})
     found = {}
     for language in ("en", "ja"):
-        for username, urls in (
-            ("tenant1", ["/orgs/sakura-lab/", "/orgs/sakura-lab/usage/", "/orgs/sakura-lab/capacity/new/",
-                         "/orgs/sakura-lab/support/new/", "/orgs/sakura-lab/workloads/new/"]),
-            ("manager", ["/program/", "/program/usage/"]),
-        ):  # fmt: skip
-            page.context.clear_cookies()
-            log_in(page, live_server, username, language)
-            for url in urls:
-                if problems := _audit(page, live_server, axe, url):
-                    found[f"{language} {username} {url}"] = problems
+        found |= _audit_as(page, live_server, axe, language, {
+            "tenant1": ["/orgs/sakura-lab/", "/orgs/sakura-lab/usage/", "/orgs/sakura-lab/capacity/new/",
+                        "/orgs/sakura-lab/support/new/", "/orgs/sakura-lab/workloads/new/"],
+            "manager": ["/program/", "/program/usage/"],
+        })  # fmt: skip
     assert found == {}
