@@ -286,3 +286,18 @@ def test_the_organizations_sort_by_a_column_in_place(manager_client, sort, first
 def test_an_unknown_sort_is_ignored_not_an_error(manager_client):
     for sort in ("nonsense", "-organization__slug", "figures.allocated", "\x00"):
         assert manager_client.get("/program/usage/", {"period": "2027-W10", "sort": sort}).status_code == 200
+
+
+@pytest.mark.parametrize("period", ["2027-W10", "2027-03", "program", "range&start=2027-03-03&end=2027-03-12"])
+def test_every_column_sorts_both_ways_whatever_the_period_reads(manager_client, period):
+    """A period read from the weekly summaries (whole weeks, the program) and one read from the daily rows (a month
+    that starts mid-week, a range): every sortable column, ascending and descending, is a page — never a 500 (the
+    accelerator-hours column's sum was missing from the daily read)."""
+    from workloads.usage.tables import OrgUsageTable
+
+    columns = [name for name, column in OrgUsageTable.base_columns.items() if column.orderable is not False]
+    assert "accelerators" in columns
+    for column in columns:
+        for sort in (column, f"-{column}"):
+            page = manager_client.get(f"/program/usage/?period={period}&sort={sort}")
+            assert page.status_code == 200, (period, sort)

@@ -330,7 +330,8 @@ def org_usage(
     else:
         span = Q(usage_days__day__gte=first, usage_days__day__lte=period.last)
         usage = FilteredRelation("usage_days", condition=span)
-        sums = row_sums("usage__", Q(usage__day__gte=period.first))
+        in_period = Q(usage__day__gte=period.first)
+        sums = {**row_sums("usage__", in_period), **accelerator_sums("usage__", in_period)}  # as the summaries hold
         before = {
             f"previous_{name}": Sum(f"usage__{name}_microseconds", filter=Q(usage__day__lte=previous.last))
             for name in ("allocated", "running")
