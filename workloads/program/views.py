@@ -9,7 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.utils import timezone
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_safe
 
 from portal.periods import today
 from tenants.access import get_org_access_or_404, require_program_staff
@@ -45,7 +45,7 @@ def program_overview(request):
 
 
 @login_required
-@require_GET
+@require_safe
 def org_home(request, org_slug: str):
     """The tenant team's Monday question, for their organization: what they used of their allocation and what it
     cost, what waits for them (requests, cases), what is broken (clusters, incidents), how training goes."""
