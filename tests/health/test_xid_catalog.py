@@ -217,10 +217,11 @@ def test_every_text_kept_as_data_is_extracted_and_has_its_japanese():
     from workloads.health.data_msgids import MSGIDS
     from workloads.health.dcgm import METRIC_RULES
     from workloads.health.incidents import INCIDENT_SEVERITY
+    from workloads.health.temperature import TEMPERATURE_RULES
     from workloads.reporting.views import guide_paragraphs
 
     texts = {text for rule in (*XID_RULES.values(), OTHER_XID) for text in (rule.name, rule.why)}
-    texts |= {text for rule in METRIC_RULES for text in (rule.condition, rule.why)}
+    texts |= {text for rule in (*METRIC_RULES, *TEMPERATURE_RULES) for text in (rule.condition, rule.why)}
     texts |= {rule.why for rule in INCIDENT_SEVERITY} | {action.value for action in Action}
     texts |= {p.rstrip("\n") for p in guide_paragraphs() if not p.startswith(("sudo ", "[", "*/5"))}
     assert texts - set(MSGIDS) == set()

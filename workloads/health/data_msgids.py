@@ -91,6 +91,18 @@ MSGIDS = (
     ),
     gettext_noop("fewer GPUs reporting than the instance has"),
     gettext_noop("A GPU that stops reporting has usually fallen off the bus (Xid 79)."),
+    # workloads.health.temperature.TEMPERATURE_RULES
+    gettext_noop("at or above the GPU's slowdown temperature (DCGM_FI_DEV_SLOWDOWN_TEMP; H100 default 89 °C)"),
+    gettext_noop(
+        "The GPU runs at reduced clocks and the whole job waits for it; on EC2 the cooling is the host's: a GPU that stays this hot needs a new node."
+    ),
+    gettext_noop("within 1 °C of the GPU's shutdown temperature (DCGM_FI_DEV_SHUTDOWN_TEMP; H100 default 92 °C)"),
+    gettext_noop("The GPU is about to power off and fail the node's jobs: move the work and replace the node."),
+    gettext_noop(
+        "at or above the memory's maximum operating temperature (DCGM_FI_DEV_MEM_MAX_OP_TEMP; H100 default 95 °C)"
+    ),
+    gettext_noop("Above it the memory slows down (DCGM's field reference): memory-bound work slows with it."),
+    gettext_noop("A GPU near its shutdown temperature: it powers off and fails the jobs."),
     gettext_noop("GPU fallen off the bus: the node's jobs fail until it is replaced."),
     gettext_noop("Uncontained ECC error: other jobs on the node may have bad data."),
     gettext_noop("Row remap failed: the GPU's memory can no longer be trusted."),

@@ -25,6 +25,11 @@ Rules, and why:
   One scrape says how long a GPU has ever been throttled, not whether it is now, so they are judged
   only on an increase between two snapshots (`previous`, `window_seconds`). Power capping under
   heavy load is GPU Boost at work (NVIDIA/DCGM#285), hence the high bar for power, a low one for heat.
+- DCGM_EXP_XID_ERRORS_COUNT (dcgm-exporter's internal/pkg/collector/xid_collector.go): per GPU and Xid (`xid` label),
+  the times DCGM recorded it in the exporter's window (`window_size_in_ms`; --xid-count-window-size, default 300000),
+  a 0 without `xid` for a GPU with none. A count above 0 is the gauge's Xid (same rule, same reading); both families
+  naming one Xid are one reading, the gauge's. The count forgets an Xid the window passed: the event resolves then.
+- Temperature against the GPU's own slowdown and shutdown temperatures: workloads.health.temperature.
 - GPUs missing: an index below `expected_gpus` (0-7 on a p5) that no sample from the host carries.
   A host whose exporter sends nothing at all is not in the samples: the caller, who knows the node
   list, reports that.
@@ -47,7 +52,7 @@ from types import MappingProxyType
 from typing import Any
 
 # -- The text exposition format: workloads.health.exposition (re-exported here for its callers).
-from workloads.health import exposition  # noqa: E402
+from workloads.health import exposition, temperature  # noqa: E402
 from workloads.health.exposition import _FLOAT, METRIC_TYPES, Exposition, MetricSample  # noqa: E402,F401
 from workloads.telemetry_errors import ParseError
 
@@ -89,6 +94,7 @@ BOUNDS: Mapping[str, Bound] = MappingProxyType(
     {
         "DCGM_FI_DEV_GPU_TEMP": Bound(-40, 150, "°C"),
         "DCGM_FI_DEV_MEMORY_TEMP": Bound(-40, 150, "°C"),
+        **{name: Bound(0, 150, "°C") for name in temperature.THRESHOLDS},  # 0: the GPU gives none
         "DCGM_FI_DEV_POWER_USAGE": Bound(0, 2000, "W"),  # above any board's limit (B200: 1,000 W)
         "DCGM_FI_DEV_SM_CLOCK": Bound(0, 5000, "MHz"),
         "DCGM_FI_DEV_MEM_CLOCK": Bound(0, 20000, "MHz"),
@@ -107,6 +113,7 @@ BOUNDS: Mapping[str, Bound] = MappingProxyType(
         "DCGM_FI_DEV_FB_FREE": Bound(0, 1e7, "MiB"),
         "DCGM_FI_DEV_FB_USED": Bound(0, 1e7, "MiB"),
         "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": Bound(0, MAX_COUNT, ""),
+        "DCGM_EXP_XID_ERRORS_COUNT": Bound(0, MAX_COUNT, "Xids"),
     }
 )
 
@@ -359,6 +366,7 @@ METRIC_RULES: tuple[MetricRule, ...] = (
 _RULE_BY_METRIC = {rule.metric: rule for rule in METRIC_RULES if rule.metric}
 _MISSING = next(rule for rule in METRIC_RULES if rule.kind == "gpu_missing")
 XID_METRIC = "DCGM_FI_DEV_XID_ERRORS"
+XID_COUNT_METRIC = "DCGM_EXP_XID_ERRORS_COUNT"  # dcgm-exporter's windowed count per Xid (the `xid` label)
 
 
 @dataclass(frozen=True)
@@ -389,6 +397,8 @@ def classify(
     if previous is not None and not (window_seconds and window_seconds > 0):
         raise ValueError("previous needs window_seconds > 0: the time between the two snapshots")
     readings: set[GpuReading] = set()
+    counted: set[GpuReading] = set()  # Xids from the count family: kept where the gauge did not say them
+    temperatures = temperature.Temperatures()
     gpus_by_host: dict[str, set[str]] = defaultdict(set)
     before = _counters(previous, default_host) if previous is not None else {}
     for labels, value in samples:
@@ -401,11 +411,20 @@ def classify(
         problem = implausible(name, labels, value)
         if problem:
             raise ParseError(None, f"{host}: {problem}")
-        if not math.isfinite(value) or is_blank(value) or (name != XID_METRIC and name not in _RULE_BY_METRIC):
+        if not math.isfinite(value) or is_blank(value):
             continue  # a blank is no reading: see unsupported_fields()
+        if name in temperature.FAMILIES:
+            if "gpu" in labels:  # a temperature of no GPU judges nothing
+                temperatures.add(host, _gpu(labels, name), name, value)
+            continue
+        if name not in (XID_METRIC, XID_COUNT_METRIC) and name not in _RULE_BY_METRIC:
+            continue
         gpu = _gpu(labels, name)
         if name == XID_METRIC:
             readings.update(_xid_readings(host, gpu, value, labels))
+            continue
+        if name == XID_COUNT_METRIC:
+            counted.update(_xid_count_readings(host, gpu, value, labels))
             continue
         rule = _RULE_BY_METRIC[name]
         if rule.min_fraction is None:
@@ -424,6 +443,13 @@ def classify(
             fraction = min(increase / (window_seconds * 1e9), 1.0)
             if fraction >= rule.min_fraction:
                 readings.add(_reading(rule, host, gpu, fraction, minutes=window_seconds / 60))
+    said = {(r.host, r.gpu, r.code) for r in readings if r.kind == "xid"}
+    readings.update(r for r in counted if (r.host, r.gpu, r.code) not in said)  # one Xid, one reading
+    for host, fault in temperatures.faults():
+        readings.add(
+            GpuReading(host, fault.gpu, temperature.KIND, Severity(fault.severity), None, fault.temperature,
+                       fault.message, Action.REPLACE_NODE)
+        )  # fmt: skip
     if expected_gpus is not None:
         for host, gpus in gpus_by_host.items():
             readings.update(_missing_readings(host, gpus, expected_gpus))
@@ -498,6 +524,18 @@ def _xid_readings(host: str, gpu: int, value: float, labels: Mapping[str, str]) 
     name = rule.name if rule.code is not None else (labels.get("err_msg") or rule.name)
     message = f"Xid {code} on GPU {gpu}: {name}"
     return [GpuReading(host, gpu, "xid", rule.severity, code, float(code), message, rule.action)]
+
+
+def _xid_count_readings(host: str, gpu: int, value: float, labels: Mapping[str, str]) -> list[GpuReading]:
+    """One series of DCGM_EXP_XID_ERRORS_COUNT: the Xid in its `xid` label, seen `value` times in the window."""
+    if not value.is_integer():
+        raise ParseError(None, f"{XID_COUNT_METRIC} on {host} GPU {gpu} must count Xids, found {value:g}")
+    xid = labels.get("xid")
+    if value == 0 or xid is None:
+        return []  # the exporter's "no Xid in the window" series (no xid label), or a count that fell to 0
+    if not xid.isascii() or not xid.isdigit() or len(xid) > 7:
+        raise ParseError(None, f"{XID_COUNT_METRIC} on {host} GPU {gpu} names the Xid {xid[:20]!r}: not an Xid code")
+    return _xid_readings(host, gpu, float(xid), {})
 
 
 def _reading(rule: MetricRule, host: str, gpu: int, value: float, **fields: float) -> GpuReading:

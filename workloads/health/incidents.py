@@ -21,6 +21,7 @@ from django.utils.translation import gettext as _
 
 from tenants.access import SYSTEM
 from workloads.clusters.models import Cluster
+from workloads.health import temperature
 from workloads.health.dcgm import Action, xid_rule
 from workloads.health.models import HealthEvent
 from workloads.support.models import SupportCase
@@ -55,6 +56,7 @@ INCIDENT_SEVERITY: tuple[IncidentRule, ...] = (
     IncidentRule(Kind.ROW_REMAP_FAILURE, None, S2, "Row remap failed: replace the node."),
     IncidentRule(Kind.ECC_DBE_VOLATILE, None, S2, "Uncorrectable memory errors on a running GPU."),
     IncidentRule(Kind.MISSING_GPU, None, S2, "A GPU stopped reporting: usually fallen off the bus."),
+    IncidentRule(Kind.THERMAL, None, S2, "A GPU near its shutdown temperature: it powers off and fails the jobs."),
     IncidentRule(Kind.NODE_FAILURE, None, S2, "The cloud reports the node failed."),
     IncidentRule(Kind.NODE_NOT_FOUND, None, S2, "The cloud lost the node."),
     IncidentRule("nccl", None, S3, "Interconnect under its baseline: jobs run, slower than they should."),
@@ -112,6 +114,8 @@ def event_summary(event: HealthEvent) -> str:
         rule = xid_rule(event.code)
         name = _(rule.name) if rule.code is not None else event.message.partition(": ")[2] or _(rule.name)
         return _("Xid %(code)d on GPU %(gpu)s: %(name)s") % {"code": event.code, "gpu": event.gpu, "name": name}
+    if event.kind == Kind.THERMAL and (said := temperature.translated(event.message)):
+        return said  # the temperature and the threshold, in the reader's words
     if translation.get_language() in (None, "en") or translation.get_language().startswith("en-"):
         return event.message
     if event.gpu is not None:

@@ -1,7 +1,8 @@
 """Reading GPU health from Prometheus (Amazon Managed Service for Prometheus or a self-managed one), on beat's
 schedule: two instant queries per source and poll, whatever the number of nodes — every DCGM and Neuron monitor
-family the rules read (workloads.health.dcgm, workloads.health.neuron), now, and the throttling counters one window
-earlier (violations are judged on their increase).
+family the rules read (workloads.health.dcgm, with the Xid count and the temperature families, and
+workloads.health.neuron), now, and the throttling counters one window earlier (violations are judged on their
+increase).
 
 Each series is matched to a node of a live cluster in the source's scope: by an instance id label, else by host
 name or address (workloads.clusters.hosts), narrowed by the source's cluster label (the cluster's name in AWS or
@@ -23,8 +24,8 @@ from portal.cloud.prometheus import PrometheusEndpoint
 from portal.cloud.prometheus import query as prometheus_query
 from workloads.clusters.hosts import HostIndex
 from workloads.clusters.models import Cluster, ClusterNode
-from workloads.health import neuron
-from workloads.health.dcgm import METRIC_RULES, XID_METRIC, Pair, host_of, prometheus_vector_pairs
+from workloads.health import neuron, temperature
+from workloads.health.dcgm import METRIC_RULES, XID_COUNT_METRIC, XID_METRIC, Pair, host_of, prometheus_vector_pairs
 from workloads.health.models import HealthEvent, PrometheusSource
 from workloads.health.telemetry import (
     COUNTER_METRICS,
@@ -39,7 +40,13 @@ from workloads.telemetry_errors import ParseError
 log = logging.getLogger(__name__)
 
 WINDOW = timedelta(minutes=10)  # throttling is judged over the last ten minutes
-FAMILIES = (XID_METRIC, *(rule.metric for rule in METRIC_RULES if rule.metric), *neuron.FAMILIES)
+FAMILIES = (
+    XID_METRIC,
+    XID_COUNT_METRIC,
+    *(rule.metric for rule in METRIC_RULES if rule.metric),
+    *temperature.FAMILIES,
+    *neuron.FAMILIES,
+)
 MAX_UNMATCHED = 20  # hosts kept on the source to show
 
 

@@ -21,7 +21,7 @@ from django.utils.translation import gettext as _
 from tenants.models import InstanceType
 from workloads.clusters.hosts import HostIndex
 from workloads.clusters.models import Cluster, ClusterNode
-from workloads.health import neuron
+from workloads.health import neuron, temperature
 from workloads.health.dcgm import (
     METRIC_RULES,
     GpuReading,
@@ -162,17 +162,21 @@ def apply_readings(
             cluster=cluster, resolved_at=None, instance_id__in=ids, kind__in=[*GPU_KINDS, Kind.EXPORTER_SILENT]
         )
     }
-    new, resolved, still = [], [], set()
+    new, resolved, still, escalated = [], [], set(), set()
     for node, reading in readings.items():
         for (gpu, kind), fault in worst_per_gpu(reading.faults).items():
             key = (node.instance_id, gpu, kind)
             event = open_events.get(key)
-            if event is not None and event.code == fault.code:
+            worse = fault.severity == "critical" and event is not None and event.severity != "critical"
+            if event is not None and event.code == fault.code and not worse:
                 still.add(key)
-                continue  # the same condition, read again
+                continue  # the same condition, read again (a critical one that eases stays critical until normal)
+            if worse:
+                escalated.add(key)  # a warning turned critical (a GPU from slowdown to near shutdown): a new event
             new.append(_event(cluster, node, fault, kind, source, now))
-        if not reading.counters_judged:  # no window to judge throttling in: those events stand
-            still.update(key for key in open_events if key[0] == node.instance_id and key[2] in COUNTER_KINDS)
+        if not reading.counters_judged:  # no window to judge throttling in: those events stand (a temperature's not)
+            still.update(key for key, e in open_events.items() if key[0] == node.instance_id and key[2] in
+                         COUNTER_KINDS and not temperature.is_temperature(e.message))  # fmt: skip
         for gpu, kinds in reading.unsupported.items():  # a blank says nothing: what was open stays open
             still.update(key for key in open_events if key[0] == node.instance_id and (key[1], key[2]) in
                          {(gpu, kind) for kind in kinds})  # fmt: skip
@@ -191,6 +195,7 @@ def apply_readings(
                             group_name=node.group_name, kind=Kind.EXPORTER_SILENT,
                             severity=HealthEvent.Severity.WARNING, source=source, message=message, observed_at=now)
             )  # fmt: skip
+    still -= escalated  # whatever else kept it: the critical event takes its place
     for key, event in open_events.items():
         if key not in still:
             event.resolved_at = now  # normal again, or a new Xid replaced the one it held

@@ -29,6 +29,7 @@ from workloads.health.models import HealthEvent, PrometheusSource
 from workloads.health.neuron import RULES as NEURON_RULES
 from workloads.health.neuron import expected_counts
 from workloads.health.telemetry import expected_gpus, gpu_catalog, sources_for
+from workloads.health.temperature import TEMPERATURE_RULES
 from workloads.validation.models import NcclBaseline, NcclValidation
 from workloads.validation.services import save_baseline
 
@@ -225,7 +226,7 @@ def health_rules(request):
     context = {
         "xid_rules": [_translated(rule) for rule in (*XID_RULES.values(), OTHER_XID)],
         "xid_source": XID_CATALOG_SOURCE,
-        "metric_rules": [_translated(rule) for rule in METRIC_RULES],
+        "metric_rules": [_translated(rule) for rule in (*METRIC_RULES, *TEMPERATURE_RULES)],
         "incident_rules": [_translated(rule, words=("why",)) for rule in INCIDENT_SEVERITY],
         "neuron_rules": NEURON_RULES,
         "baselines": NcclBaseline.objects.select_related("instance_type", "updated_by"),
