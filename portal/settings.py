@@ -213,6 +213,9 @@ CELERY_BEAT_SCHEDULE: dict = {
     "weekly-usage-digest": {"task": "workloads.usage.send_weekly_digest", "schedule": 3600.0},
     # What AWS billed each org account (Cost Explorer settles late: the last two weeks are re-read).
     "fetch-billed-costs": {"task": "workloads.usage.fetch_billed_costs", "schedule": 6 * 3600.0},
+    # Outcomes: measured milestones met by their tokens, and budget alerts against spend and forecast.
+    "follow-milestones": {"task": "workloads.outcomes.follow_milestones", "schedule": 600.0},
+    "check-budgets": {"task": "workloads.outcomes.check_budgets", "schedule": 3600.0},
 }
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Cluster work (workloads.clusters.reconcile): how long a provisioning or deletion task may run, how long

@@ -22,11 +22,14 @@ from tenants.service_accounts.models import ServiceAccount
 from tenants.tokens.models import ApiToken
 from tenants.tokens.services import create_token
 from workloads.models import (
+    Budget,
     Cluster,
     ClusterInstanceGroup,
     ClusterNode,
+    Deliverable,
     HealthEvent,
     Job,
+    Milestone,
     NcclValidation,
     OrgCloudSettings,
     ReporterToken,
@@ -405,3 +408,46 @@ def service_account_token(organization, **kwargs) -> ApiToken:
 
 TENANT_FACTORIES[ServiceAccount] = ServiceAccountFactory
 TENANT_FACTORIES[ApiToken] = service_account_token
+
+
+# --- Outcomes ------------------------------------------------------------------------------
+
+
+class MilestoneFactory(factory.django.DjangoModelFactory):
+    """A milestone the organization reports and program staff confirm (no workload: not measured)."""
+
+    class Meta:
+        model = Milestone
+
+    organization = factory.SubFactory(OrganizationFactory)
+    title = factory.Sequence(lambda n: f"Milestone {n}")
+    due_on = date(2027, 2, 28)
+
+
+class DeliverableFactory(factory.django.DjangoModelFactory):
+    """A paper with an arXiv id."""
+
+    class Meta:
+        model = Deliverable
+
+    organization = factory.SubFactory(OrganizationFactory)
+    kind = Deliverable.Kind.PAPER
+    title = factory.Sequence(lambda n: f"Technical report {n}")
+    released_on = date(2027, 1, 15)
+    arxiv_id = "2407.03963"
+
+
+class BudgetFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Budget
+
+    program = factory.SubFactory(ProgramFactory)
+    organization = factory.SubFactory(OrganizationFactory)
+    amount = 1_000_000_000
+    currency = Budget.Currency.JPY
+    alert_percents = [80, 100]
+
+
+TENANT_FACTORIES[Milestone] = MilestoneFactory
+TENANT_FACTORIES[Deliverable] = DeliverableFactory
+TENANT_FACTORIES[Budget] = BudgetFactory

@@ -12,6 +12,7 @@ class WorkloadsConfig(AppConfig):
         from tenants.capacity import pricing, revocation, usage
         from tenants.signals import allocation_granted, allocation_revoked
         from workloads.clusters import services as clusters
+        from workloads.outcomes import services as outcomes
         from workloads.reporting import services as reporting
         from workloads.usage import allocations, rates, receivers
 
@@ -27,7 +28,7 @@ class WorkloadsConfig(AppConfig):
         revocation.register(clusters.doomed_clusters)
         # The audit trail names the cluster actions workloads records and their details, links the cluster's page.
         audit_labels.register(
-            actions={**clusters.AUDIT_ACTIONS, **reporting.AUDIT_ACTIONS},
-            pages={"cluster": "clusters:detail"},
+            actions={**clusters.AUDIT_ACTIONS, **reporting.AUDIT_ACTIONS, **outcomes.AUDIT_ACTIONS},
+            pages={"cluster": "clusters:detail", "milestone": "outcomes:milestone"},
             details={"cluster": {**clusters.AUDIT_DETAILS, **reporting.AUDIT_DETAILS}},
         )

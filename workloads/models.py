@@ -28,6 +28,7 @@ from workloads.records.models import (
     Workload,
     WorkloadChange,
 )
+from workloads.outcomes.models import Budget, BudgetAlert, Deliverable, Milestone
 from workloads.reporting.models import ReporterToken
 from workloads.review.models import ActionItem, ReviewMeeting
 from workloads.support.models import CaseEvent, SupportCase
@@ -57,8 +58,11 @@ __all__ = [
     "TOO_MANY_TOKENS",
     "ActionItem",
     "BilledCost",
+    "Budget",
+    "BudgetAlert",
     "CaseEvent",
     "CloudCallTally",
+    "Deliverable",
     "Cluster",
     "ClusterEvent",
     "ClusterInstanceGroup",
@@ -67,6 +71,7 @@ __all__ = [
     "DigestSent",
     "HealthEvent",
     "LogSource",
+    "Milestone",
     "Job",
     "NcclBaseline",
     "NcclValidation",

@@ -1,5 +1,5 @@
 """Every page of the workloads app, one namespace per capability: records:, training:, support:, review:, clusters:,
-usage:, jobs:, health:, validation:, reporting:; the program's landing page (workloads.program) has none."""
+usage:, jobs:, health:, validation:, reporting:, outcomes:; the program's landing page (workloads.program) has none."""
 
 from django.urls import include, path
 
@@ -14,5 +14,6 @@ urlpatterns = [
     path("", include("workloads.health.urls")),
     path("", include("workloads.validation.urls")),
     path("", include("workloads.reporting.urls")),
+    path("", include("workloads.outcomes.urls")),
     path("", include("workloads.program.urls")),
 ]

@@ -15,6 +15,7 @@ from portal.periods import today
 from tenants.access import get_org_access_or_404, require_program_staff
 from tenants.models import Organization, Program
 from tenants.service_accounts.models import people
+from workloads.outcomes.models import BudgetAlert
 from workloads.program.org_week import tenant_week
 from workloads.program.week import glance
 from workloads.usage.periods import Period
@@ -40,6 +41,10 @@ def program_overview(request):
         "glance": glance(user=request.user, program=program, weeks=weeks(day), today=day, as_of=timezone.now()),
         "program": program,
         "today": day,
+        # Budget alerts stand until spend falls back under them (workloads.outcomes.alerts).
+        "budget_alerts": BudgetAlert.objects.visible_to(request.user)
+        .filter(cleared_at__isnull=True)
+        .select_related("organization", "budget__program"),
     }
     return render(request, "workloads/program/landing.html", context)
 
