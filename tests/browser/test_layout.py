@@ -138,6 +138,8 @@ def demo(db):
     call_command("load_demo", "--start", (date.today() - timedelta(days=45)).isoformat())
     call_command("load_demo_workloads")
     call_command("load_demo_usage")
+    call_command("load_demo_training")
+    call_command("load_demo_outcomes")
 
 
 def test_the_walk_finds_the_list_pages():
