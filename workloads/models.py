@@ -20,6 +20,7 @@ from workloads.clusters.models import (
 from workloads.health.models import HealthEvent, PrometheusSource
 from workloads.jobs.models import Job
 from workloads.operations.models import CloudCallTally, WorkerHeartbeat
+from workloads.outcomes.models import Budget, BudgetAlert, Deliverable, Milestone
 from workloads.records.models import (
     MAX_PARALLEL_DEGREE,
     STORAGE_SHORT,
@@ -28,7 +29,6 @@ from workloads.records.models import (
     Workload,
     WorkloadChange,
 )
-from workloads.outcomes.models import Budget, BudgetAlert, Deliverable, Milestone
 from workloads.reporting.models import ReporterToken
 from workloads.review.models import ActionItem, ReviewMeeting
 from workloads.support.models import CaseEvent, SupportCase
