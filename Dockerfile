@@ -5,8 +5,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PORTAL_VAR_DIR=/app/var
 WORKDIR /app
 # pg_dump and pg_restore for `manage.py backup` / `restore` (docs/operations/backups.md): Debian's client is as new as
 # compose's PostgreSQL 16 or newer, and pg_dump reads servers older than itself. xmlsec1: pysaml2 signs, verifies and
-# decrypts SAML messages with it (tenants/sso/saml/).
-RUN apt-get update && apt-get install -y --no-install-recommends postgresql-client xmlsec1
+# decrypts SAML messages with it (tenants/sso/saml/). Pango and a Japanese font: WeasyPrint lays out the reports' PDF
+# (workloads/outcomes/reports/).
+RUN apt-get update && apt-get install -y --no-install-recommends postgresql-client xmlsec1 \
+    libpango-1.0-0 libpangoft2-1.0-0 fonts-ipafont-gothic
 COPY requirements.txt .
 RUN pip install --no-cache-dir -r requirements.txt
 COPY . .
