@@ -216,6 +216,8 @@ CELERY_BEAT_SCHEDULE: dict = {
     # Outcomes: measured milestones met by their tokens, and budget alerts against spend and forecast.
     "follow-milestones": {"task": "workloads.outcomes.follow_milestones", "schedule": 600.0},
     "check-budgets": {"task": "workloads.outcomes.check_budgets", "schedule": 3600.0},
+    # The funding body's reports: last month's from the 1st, the cycle's after its last day (each once).
+    "generate-reports": {"task": "workloads.outcomes.generate_reports", "schedule": 3600.0},
 }
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Cluster work (workloads.clusters.reconcile): how long a provisioning or deletion task may run, how long
@@ -495,7 +497,12 @@ LOGGING = {
     },
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
     # pysaml2 logs each person's NameID and attributes at INFO, and xmlschema its schemas at every start: warnings only.
-    "loggers": {"saml2": {"level": "WARNING"}, "xmlschema": {"level": "WARNING"}},
+    "loggers": {
+        "saml2": {"level": "WARNING"},
+        "xmlschema": {"level": "WARNING"},
+        # WeasyPrint logs each step of every PDF it lays out at INFO (the reports: workloads/outcomes/reports/).
+        "weasyprint": {"level": "WARNING"},
+    },
 }
 
 

@@ -32,7 +32,9 @@ from workloads.models import (
     Milestone,
     NcclValidation,
     OrgCloudSettings,
+    Report,
     ReporterToken,
+    ReportRecipient,
     SupportCase,
     Workload,
 )
@@ -448,6 +450,34 @@ class BudgetFactory(factory.django.DjangoModelFactory):
     alert_percents = [80, 100]
 
 
+class ReportFactory(factory.django.DjangoModelFactory):
+    """An organization's monthly report (its files' bytes stand in: the tests of reports make real ones)."""
+
+    class Meta:
+        model = Report
+
+    program = factory.SubFactory(ProgramFactory)
+    organization = factory.SubFactory(OrganizationFactory)
+    kind = Report.Kind.MONTHLY
+    first_day = date(2027, 1, 1)
+    last_day = date(2027, 1, 31)
+    language = "en"
+    generated_at = factory.LazyFunction(timezone.now)
+    xlsx = b"PK"
+    pdf = b"%PDF-1.7"
+
+
+class ReportRecipientFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = ReportRecipient
+
+    program = factory.SubFactory(ProgramFactory)
+    organization = factory.SubFactory(OrganizationFactory)
+    email = factory.Sequence(lambda n: f"recipient{n}@example.jp")
+
+
 TENANT_FACTORIES[Milestone] = MilestoneFactory
+TENANT_FACTORIES[Report] = ReportFactory
+TENANT_FACTORIES[ReportRecipient] = ReportRecipientFactory
 TENANT_FACTORIES[Deliverable] = DeliverableFactory
 TENANT_FACTORIES[Budget] = BudgetFactory

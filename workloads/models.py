@@ -20,7 +20,7 @@ from workloads.clusters.models import (
 from workloads.health.models import HealthEvent, PrometheusSource
 from workloads.jobs.models import Job
 from workloads.operations.models import CloudCallTally, WorkerHeartbeat
-from workloads.outcomes.models import Budget, BudgetAlert, Deliverable, Milestone
+from workloads.outcomes.models import Budget, BudgetAlert, Deliverable, Milestone, Report, ReportRecipient
 from workloads.records.models import (
     MAX_PARALLEL_DEGREE,
     STORAGE_SHORT,
@@ -82,6 +82,8 @@ __all__ = [
     "ProgressPoint",
     "PrometheusSource",
     "RateCardEntry",
+    "Report",
+    "ReportRecipient",
     "ReporterToken",
     "ReviewMeeting",
     "RunStart",

@@ -1,8 +1,5 @@
-"""Budgets against spend and forecast, with every figure computed by hand from the daily rows written here.
-
-The program runs 2027-01-04 – 2027-06-30 (Asia/Tokyo). Alpha ran, a day's running cost: $100 from Jan 4 to Jan 17,
-then by week $1,500 (Jan 18–24), $500 (Jan 25–31), $2,000 (Feb 1–7), $1,000 (Feb 8–14), and $300 so far today,
-Monday Feb 15, at 12:00. Spent (computed): 14 × 100 + 7 × (1,500 + 500 + 2,000 + 1,000) + 300 = $36,700.
+"""Budgets against spend and forecast, with every figure computed by hand from the daily rows of conftest.py, on
+Monday Feb 15 at 12:00. Spent (computed): 14 × 100 + 7 × (1,500 + 500 + 2,000 + 1,000) + 300 = $36,700.
 Left in the cycle: Feb 15 12:00 → Jul 1 00:00 = 135.5 days. Forecast: 36,700 + 1,000 × 135.5 = $172,200; range at
 the slowest week ($500) and the busiest ($2,000): $104,450 – $307,700.
 """
@@ -14,51 +11,17 @@ from zoneinfo import ZoneInfo
 import pytest
 import time_machine
 from django.core import mail
-from django.utils import timezone
 
 from tenants.models import Membership
-from tests.factories import CapacityPoolFactory, MembershipFactory, OrganizationFactory, ProgramFactory
+from tests.factories import MembershipFactory
+from tests.outcomes.conftest import USD, daily_cost
 from workloads.outcomes import alerts, budget
 from workloads.outcomes.models import Budget, BudgetAlert
 from workloads.outcomes.services import set_budget
-from workloads.usage import summaries
-from workloads.usage.models import BilledCost, UsageDay
+from workloads.usage.models import BilledCost
 
 JST = ZoneInfo("Asia/Tokyo")
 NOW = datetime(2027, 2, 15, 12, 0, tzinfo=JST)
-USD = 1_000_000
-
-
-def daily_cost(day: date) -> int:
-    if day < date(2027, 1, 18):
-        return 100
-    if day == date(2027, 2, 15):
-        return 300
-    week = (day - date(2027, 1, 18)).days // 7
-    return [1_500, 500, 2_000, 1_000][week]
-
-
-@pytest.fixture
-def program(db):
-    return ProgramFactory(starts_on=date(2027, 1, 4), ends_on=date(2027, 6, 30), usd_exchange_rate=Decimal("150"))
-
-
-@pytest.fixture
-def alpha(program):
-    organization = OrganizationFactory(name="Alpha Research", slug="alpha-lab")
-    pool = CapacityPoolFactory(program=program)
-    day = date(2027, 1, 4)
-    while day <= date(2027, 2, 15):
-        UsageDay.objects.create(
-            organization=organization,
-            pool=pool,
-            day=day,
-            running_cost_micro_usd=daily_cost(day) * USD,
-            computed_at=timezone.now(),
-        )
-        day += timedelta(days=1)
-    summaries.rebuild()  # the weekly summaries the usage pages read, from these rows
-    return organization
 
 
 def standing_of(program, organization):

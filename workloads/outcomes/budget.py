@@ -34,6 +34,7 @@ from workloads.usage.models import UsageDay
 from workloads.usage.periods import Period
 
 WINDOW_DAYS = 7
+JUST_BEFORE = timedelta(microseconds=1)
 WINDOWS = 4
 MICRO = 1_000_000
 
@@ -166,7 +167,8 @@ def standings(
     now = now or timezone.now()
     today = timezone.localdate(now)
     ids = None if with_program else [o.pk for o in organizations]
-    spent, through = spent_to_date(program, organization_ids=ids, today=today)
+    # Spent through the day `now` is in; at midnight exactly (a report as of a month's end), through the day before.
+    spent, through = spent_to_date(program, organization_ids=ids, today=timezone.localdate(now - JUST_BEFORE))
     daily = recent_daily(program, organization_ids=ids, today=today)
     budgets = {
         b.organization_id: b

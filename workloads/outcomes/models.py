@@ -327,3 +327,87 @@ class BudgetAlert(models.Model):
     def text(self) -> str:
         """What it says, in the active language (workloads.outcomes.texts)."""
         return alert_text(self)
+
+
+class Report(models.Model):
+    """A report the funding body reads: the program's or one organization's, for a month or the whole cycle, in one
+    language, as generated at `generated_at` (workloads.outcomes.reports). Generated again, it is replaced: one per
+    program, organization, kind, first day and language. The files are kept in the database, so backups hold them."""
+
+    class Kind(models.TextChoices):
+        MONTHLY = "monthly", pgettext_lazy("report kind", "Monthly report")
+        CYCLE = "cycle", pgettext_lazy("report kind", "End-of-cycle report")
+
+    program = models.ForeignKey(Program, on_delete=models.PROTECT, related_name="reports", verbose_name=_("program"))
+    organization = models.ForeignKey(
+        Organization,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="reports",
+        verbose_name=_("organization"),
+    )
+    kind = models.CharField(_("kind"), max_length=16, choices=Kind.choices)
+    first_day = models.DateField(_("first day"))
+    last_day = models.DateField(_("last day"))
+    language = models.CharField(_("language"), max_length=8, choices=settings.LANGUAGES)
+    generated_at = models.DateTimeField(_("generated at"))
+    xlsx = models.BinaryField(_("XLSX"))
+    pdf = models.BinaryField(_("PDF"), null=True, blank=True)
+    pdf_error = models.CharField(_("why there is no PDF"), max_length=500, blank=True)
+    mailed_at = models.DateTimeField(_("mailed at"), null=True, blank=True)
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-first_day", "organization__name", "language", "pk"]
+        verbose_name = _("report")
+        verbose_name_plural = _("reports")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["program", "organization", "kind", "first_day", "language"], name="one_report_per_period"
+            ),
+            models.UniqueConstraint(
+                fields=["program", "kind", "first_day", "language"],
+                condition=Q(organization__isnull=True),
+                name="one_program_report_per_period",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        whose = self.organization or self.program
+        return f"{whose} {self.get_kind_display()} {self.first_day:%Y-%m} ({self.language})"
+
+    @property
+    def file_stem(self) -> str:
+        whose = self.organization.slug if self.organization else self.program.slug
+        span = f"{self.first_day:%Y-%m}" if self.kind == self.Kind.MONTHLY else f"cycle-{self.first_day:%Y-%m-%d}"
+        return f"report-{whose}-{span}-{self.language}"
+
+
+class ReportRecipient(models.Model):
+    """Who the program mails its reports to, in which language: the program's reports (no organization) or one
+    organization's."""
+
+    program = models.ForeignKey(Program, on_delete=models.CASCADE, related_name="+", verbose_name=_("program"))
+    organization = models.ForeignKey(
+        Organization, on_delete=models.CASCADE, null=True, blank=True, related_name="+", verbose_name=_("organization")
+    )
+    email = models.EmailField(_("email"))
+    language = models.CharField(_("language"), max_length=8, choices=settings.LANGUAGES, default="ja")
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["organization__name", "email"]
+        verbose_name = _("report recipient")
+        verbose_name_plural = _("report recipients")
+        constraints = [
+            models.UniqueConstraint(fields=["program", "organization", "email"], name="one_recipient_per_report"),
+            models.UniqueConstraint(
+                fields=["program", "email"], condition=Q(organization__isnull=True), name="one_program_recipient"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.email

@@ -47,6 +47,7 @@ AUDIT_ACTIONS = {
     "deliverable.removed": gettext_lazy("removed a deliverable"),
     "budget.set": gettext_lazy("set the budget"),
     "budget.changed": gettext_lazy("changed the budget"),
+    "report.generated": gettext_lazy("generated a report"),
 }
 
 

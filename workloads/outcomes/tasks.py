@@ -3,6 +3,7 @@
 from celery import shared_task
 
 from workloads.outcomes import alerts, services
+from workloads.outcomes.reports import services as reports
 from workloads.support.tasks import TRANSIENT_MAIL_ERRORS
 
 
@@ -32,3 +33,25 @@ def check_budgets() -> int:
 )
 def mail_budget_alert(alert_id: int) -> int:
     return alerts.mail_alert(alert_id=alert_id)
+
+
+@shared_task(name="workloads.outcomes.generate_reports", acks_late=True)  # safe: a report generated is replaced
+def generate_reports() -> int:
+    """Beat, daily: last month's reports from the 1st, the end-of-cycle ones after the program's last day; each
+    mailed on its own."""
+    made = reports.generate_due()
+    for report_id in made:
+        mail_report.delay(report_id)
+    return len(made)
+
+
+@shared_task(
+    name="workloads.outcomes.mail_report",
+    acks_late=True,  # safe: the claim on mailed_at makes a second run send nothing
+    autoretry_for=TRANSIENT_MAIL_ERRORS,
+    retry_backoff=True,
+    retry_jitter=True,
+    max_retries=6,
+)
+def mail_report(report_id: int) -> int:
+    return reports.mail_report(report_id=report_id)

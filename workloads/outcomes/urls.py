@@ -1,6 +1,7 @@
 from django.urls import path
 
 from workloads.outcomes import views
+from workloads.outcomes.reports import views as reports
 
 app_name = "outcomes"
 
@@ -19,4 +20,10 @@ urlpatterns = [
     path("milestones/<int:pk>/decide/", views.milestone_decide, name="milestone-decide"),
     path("deliverables/<int:pk>/edit/", views.deliverable_edit, name="deliverable-edit"),
     path("deliverables/<int:pk>/delete/", views.deliverable_delete, name="deliverable-delete"),
+    path("outcomes/reports/", reports.report_list, name="reports"),
+    path("outcomes/reports/generate/", reports.report_generate, name="report-generate"),
+    path("outcomes/reports/recipients/", reports.recipient_add, name="recipient-add"),
+    path("outcomes/reports/recipients/<int:pk>/remove/", reports.recipient_remove, name="recipient-remove"),
+    path("reports/<int:pk>/report.xlsx", reports.report_xlsx, name="report-xlsx"),
+    path("reports/<int:pk>/report.pdf", reports.report_pdf, name="report-pdf"),
 ]

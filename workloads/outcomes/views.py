@@ -26,7 +26,7 @@ from workloads.outcomes import exports
 from workloads.outcomes.budget import standings
 from workloads.outcomes.forms import BudgetForm, DecisionForm, DeliverableForm, MilestoneForm, ReportForm
 from workloads.outcomes.milestones import attention_first, milestone_states
-from workloads.outcomes.models import Budget, BudgetAlert, Deliverable, Milestone
+from workloads.outcomes.models import Budget, BudgetAlert, Deliverable, Milestone, Report
 from workloads.outcomes.services import (
     MEMBERS_ONLY,
     confirm_milestone,
@@ -68,6 +68,7 @@ def org_outcomes(request, org_slug: str):
             "page": paginate(request, deliverables, PAGE_SIZE),
             "standing": standing,
             "alerts": list(alerts),
+            "reports": Report.objects.for_org(org).defer("xlsx", "pdf")[:24],
             "can_manage": access.is_program_manager,
             "can_record": access.acts,
         },

@@ -1,7 +1,8 @@
 """Demo outcomes on top of `load_demo_training`: milestones from the funding agreements (Sakura's and Kitsune's
 pre-training measured on their workloads' tokens, a release reported and waiting for confirmation), deliverables (a
 model release, its evaluation, a technical report), the program's budget and each demo organization's, with the
-alerts they stand past. Written through the services, as a person would; idempotent; refuses production."""
+alerts they stand past, and last month's report of the program. Written through the services, as a person would;
+idempotent; refuses production."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from portal.periods import today
 from tenants.models import Membership, Organization, Program
 from workloads.outcomes import alerts, services
 from workloads.outcomes.models import Budget, Milestone
+from workloads.outcomes.reports import services as reports
 from workloads.records.models import Workload
 
 # (organization, budget in yen)
@@ -98,6 +100,11 @@ class Command(BaseCommand):
                     user=user, milestone=release, evidence="https://huggingface.co/sakura-lab/sakura-8b-base"
                 )
         fired = alerts.check_budgets()
+        # Last month's report of the program, in both languages, as beat makes it on the 1st.
+        month = reports.last_month(day)
+        if program.starts_on <= month.replace(day=28):
+            for language in ("en", "ja"):
+                reports.generate(program=program, organization=None, kind="monthly", first_day=month, language=language)
         self.stdout.write(
             f"Demo outcomes: {Milestone.objects.count()} milestones, {Budget.objects.count()} budgets, "
             f"{len(fired)} budget alerts."
