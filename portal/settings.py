@@ -218,6 +218,8 @@ CELERY_BEAT_SCHEDULE: dict = {
     "check-budgets": {"task": "workloads.outcomes.check_budgets", "schedule": 3600.0},
     # The funding body's reports: last month's from the 1st, the cycle's after its last day (each once).
     "generate-reports": {"task": "workloads.outcomes.generate_reports", "schedule": 3600.0},
+    # The cycle review: its admins reminded weekly until each organization has confirmed (checked daily).
+    "remind-cycle-reviews": {"task": "workloads.outcomes.remind_cycle_reviews", "schedule": 86400.0},
 }
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Cluster work (workloads.clusters.reconcile): how long a provisioning or deletion task may run, how long
@@ -237,6 +239,8 @@ if not 0 < 2 * CLUSTER_HEARTBEAT_SECONDS <= CLUSTER_LEASE_SECONDS:
 # Dates a program can mean (rate card, estimates, requests, allocations, usage ranges, review weeks) lie within
 # its cycle, or this many days around it (tenants.cycle); anything else is a 400 / form error naming the field.
 PROGRAM_DATE_MARGIN_DAYS = env_int("PROGRAM_DATE_MARGIN_DAYS", 366)
+# The cycle review (workloads.outcomes.review) opens this many days before the program's last day.
+CYCLE_REVIEW_DAYS = env_int("CYCLE_REVIEW_DAYS", 30)
 # The capacity planner's default time limit (seconds) for the solver; a plan may ask for another (0.5–30 s).
 CAPACITY_PLAN_TIME_LIMIT = float(env("CAPACITY_PLAN_TIME_LIMIT", "2"))
 

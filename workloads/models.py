@@ -20,7 +20,15 @@ from workloads.clusters.models import (
 from workloads.health.models import HealthEvent, PrometheusSource
 from workloads.jobs.models import Job
 from workloads.operations.models import CloudCallTally, WorkerHeartbeat
-from workloads.outcomes.models import Budget, BudgetAlert, Deliverable, Milestone, Report, ReportRecipient
+from workloads.outcomes.models import (
+    Budget,
+    BudgetAlert,
+    CycleReview,
+    Deliverable,
+    Milestone,
+    Report,
+    ReportRecipient,
+)
 from workloads.records.models import (
     MAX_PARALLEL_DEGREE,
     STORAGE_SHORT,
@@ -62,6 +70,7 @@ __all__ = [
     "BudgetAlert",
     "CaseEvent",
     "CloudCallTally",
+    "CycleReview",
     "Deliverable",
     "Cluster",
     "ClusterEvent",

@@ -94,3 +94,13 @@ class BudgetForm(forms.ModelForm):
 
     def clean_alert_percents(self):
         return clean_percents(self.cleaned_data["alert_percents"])
+
+
+class ReviewForm(forms.Form):
+    comment = forms.CharField(
+        label=_("Comment"),
+        required=False,
+        max_length=FREE_TEXT_MAX,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text=_("Anything the program should know: a member who left, a milestone to amend."),
+    )

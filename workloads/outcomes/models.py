@@ -411,3 +411,39 @@ class ReportRecipient(models.Model):
 
     def __str__(self) -> str:
         return self.email
+
+
+class CycleReview(models.Model):
+    """An organization's review of its cycle (ColdFront's project review): before the program ends, one of its
+    admins confirms that its members, milestones and deliverables are right. Reminders go to its admins until it
+    is done (workloads.outcomes.review)."""
+
+    program = models.ForeignKey(Program, on_delete=models.PROTECT, related_name="+", verbose_name=_("program"))
+    organization = models.ForeignKey(
+        Organization, on_delete=models.PROTECT, related_name="cycle_reviews", verbose_name=_("organization")
+    )
+    confirmed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("confirmed by"),
+    )
+    confirmed_at = models.DateTimeField(_("confirmed at"), null=True, blank=True)
+    comment = models.TextField(_("comment"), blank=True, max_length=FREE_TEXT_MAX)
+    reminded_at = models.DateTimeField(_("last reminded at"), null=True, blank=True)
+    reminders = models.PositiveIntegerField(_("reminders sent"), default=0)
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["organization__name"]
+        verbose_name = _("cycle review")
+        verbose_name_plural = _("cycle reviews")
+        constraints = [
+            models.UniqueConstraint(fields=["program", "organization"], name="one_cycle_review_per_organization"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.organization} · {self.program}"

@@ -48,6 +48,7 @@ AUDIT_ACTIONS = {
     "budget.set": gettext_lazy("set the budget"),
     "budget.changed": gettext_lazy("changed the budget"),
     "report.generated": gettext_lazy("generated a report"),
+    "review.confirmed": gettext_lazy("confirmed the organization's cycle review"),
 }
 
 

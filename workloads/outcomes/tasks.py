@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from workloads.outcomes import alerts, services
+from workloads.outcomes import alerts, review, services
 from workloads.outcomes.reports import services as reports
 from workloads.support.tasks import TRANSIENT_MAIL_ERRORS
 
@@ -55,3 +55,16 @@ def generate_reports() -> int:
 )
 def mail_report(report_id: int) -> int:
     return reports.mail_report(report_id=report_id)
+
+
+@shared_task(
+    name="workloads.outcomes.remind_cycle_reviews",
+    acks_late=True,  # safe: each organization's reminder is claimed on reminded_at first
+    autoretry_for=TRANSIENT_MAIL_ERRORS,
+    retry_backoff=True,
+    retry_jitter=True,
+    max_retries=6,
+)
+def remind_cycle_reviews() -> int:
+    """Beat, daily: remind the admins of the organizations that have not confirmed their cycle review."""
+    return review.remind()

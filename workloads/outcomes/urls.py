@@ -12,6 +12,7 @@ urlpatterns = [
     path("outcomes/deliverables.csv", views.deliverables_csv, name="deliverables-csv"),
     path("orgs/<slug:org_slug>/outcomes/", views.org_outcomes, name="org"),
     path("orgs/<slug:org_slug>/outcomes/budget/", views.budget_edit, name="budget"),
+    path("orgs/<slug:org_slug>/outcomes/review/", views.cycle_review, name="review"),
     path("orgs/<slug:org_slug>/milestones/new/", views.milestone_create, name="milestone-new"),
     path("orgs/<slug:org_slug>/deliverables/new/", views.deliverable_create, name="deliverable-new"),
     path("milestones/<int:pk>/", views.milestone_detail, name="milestone"),

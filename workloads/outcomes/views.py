@@ -22,9 +22,9 @@ from tenants.access import (
 )
 from tenants.audit_labels import link
 from tenants.models import AuditEvent, Program
-from workloads.outcomes import exports
+from workloads.outcomes import exports, review
 from workloads.outcomes.budget import standings
-from workloads.outcomes.forms import BudgetForm, DecisionForm, DeliverableForm, MilestoneForm, ReportForm
+from workloads.outcomes.forms import BudgetForm, DecisionForm, DeliverableForm, MilestoneForm, ReportForm, ReviewForm
 from workloads.outcomes.milestones import attention_first, milestone_states
 from workloads.outcomes.models import Budget, BudgetAlert, Deliverable, Milestone, Report
 from workloads.outcomes.services import (
@@ -69,6 +69,7 @@ def org_outcomes(request, org_slug: str):
             "standing": standing,
             "alerts": list(alerts),
             "reports": Report.objects.for_org(org).defer("xlsx", "pdf")[:24],
+            "review_open": review.is_open(program, today=timezone.localdate()),
             "can_manage": access.is_program_manager,
             "can_record": access.acts,
         },
@@ -106,6 +107,8 @@ def program_outcomes(request):
             .filter(cleared_at__isnull=True)
             .select_related("organization", "budget__program"),
             "can_manage": is_program_manager(request.user),
+            "review_open": review.is_open(program, today=timezone.localdate()),
+            "reviews": review.states(program, organizations) if program else [],
         },
     )
 
@@ -319,3 +322,38 @@ def deliverables_csv(request):
     deliverables = Deliverable.objects.visible_to(request.user).select_related("organization", "run")
     ordered = deliverables.order_by("organization__name", "-released_on", "pk")
     return exports.deliverables_csv(ordered, stamp=timezone.localdate().isoformat())
+
+
+@login_required
+def cycle_review(request, org_slug: str):
+    """The organization's cycle review: its members, milestones and deliverables on one page, and the admin's
+    confirmation that they are right."""
+    access = get_org_access_or_404(request.user, org_slug)
+    org = access.organization
+    program = Program.objects.first()
+    form = ReviewForm(request.POST or None)
+    can_confirm = access.membership is not None and access.membership.is_admin
+    if request.method == "POST":
+        access.require(can_confirm, str(review.ADMINS_ONLY))
+        if form.is_valid():
+            try:
+                review.confirm(
+                    user=request.user, program=program, organization=org, comment=form.cleaned_data["comment"]
+                )
+            except ValidationError as error:
+                apply_errors(form, error)
+            else:
+                return redirect("outcomes:review", org_slug=org.slug)
+    state = review.states(program, [org])[0] if program else None
+    context = {
+        "org": org,
+        "program": program,
+        "state": state,
+        "open": review.is_open(program, today=timezone.localdate()),
+        "opens_on": review.opens_on(program) if program else None,
+        "members": org.memberships.select_related("user").order_by("role", "user__username"),
+        "states": milestone_states(Milestone.objects.for_org(org).select_related("workload")),
+        "deliverables": Deliverable.objects.for_org(org).select_related("milestone", "model", "run"),
+        "form": form if can_confirm else None,
+    }
+    return render_form(request, "workloads/outcomes/review.html", context, invalid=bool(form.errors))
