@@ -125,3 +125,30 @@ def test_pages_show_the_readers_own_milestones_and_the_manager_adds_one(org, mem
     assert member_client.post(f"/milestones/{created.pk}/report/", {"evidence": "arXiv:2407.03963"}).status_code == 302
     assert manager_client.get("/outcomes/").status_code == 200
     assert mine.pk
+
+
+def test_the_outcomes_pages_read_in_a_bounded_number_of_queries(org, member_client, manager_client, trained):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from tests.factories import DeliverableFactory, OrganizationFactory
+
+    def counts() -> tuple[int, int]:
+        with CaptureQueriesContext(connection) as program_page:
+            assert manager_client.get("/outcomes/").status_code == 200
+        with CaptureQueriesContext(connection) as org_page:
+            assert member_client.get(f"/orgs/{org.slug}/outcomes/").status_code == 200
+        return len(program_page), len(org_page)
+
+    def more() -> None:
+        other = OrganizationFactory()
+        milestone = MilestoneFactory(organization=org, workload=trained, target_tokens=2000 * B)
+        MilestoneFactory(organization=other)
+        DeliverableFactory(organization=org, milestone=milestone)
+        DeliverableFactory(organization=other)
+
+    more()
+    before = counts()
+    for _ in range(5):
+        more()
+    assert counts() == before

@@ -91,7 +91,7 @@ def program_outcomes(request):
     states = attention_first(milestone_states(open_milestones.select_related("organization", "workload")))
     deliverables = (
         Deliverable.objects.visible_to(request.user)
-        .select_related("organization", "model")
+        .select_related("organization", "model", "milestone", "run")
         .order_by("-released_on", "-pk")
     )
     return render(
