@@ -145,3 +145,20 @@ def test_an_open_alert_shows_on_the_landing_page_until_it_clears(program, alpha,
     assert "Alpha Research has spent 80% of its budget" in page
     BudgetAlert.objects.update(cleared_at=NOW)
     assert "Alpha Research has spent" not in manager_client.get("/program/").content.decode()
+
+
+def test_the_budget_form_shows_its_errors_and_saves_for_a_manager_only(program, alpha, manager_client, client):
+    url = f"/orgs/{alpha.slug}/outcomes/budget/"
+    response = manager_client.post(url, {"amount": "-5", "currency": "JPY", "alert_percents": "80, 2000"})
+    assert response.status_code == 400
+    body = response.content.decode()
+    assert "At most five thresholds, each from 1 to 1000 percent." in body
+    assert "Ensure this value is greater than or equal to 0.01." in body
+    response = manager_client.post(url, {"amount": "15000000", "currency": "JPY", "alert_percents": "90"})
+    assert response.status_code == 302 and response["Location"] == f"/orgs/{alpha.slug}/outcomes/"
+    budget = Budget.objects.get(organization=alpha)
+    assert (budget.amount, budget.alert_percents) == (Decimal("15000000.00"), [90])
+    member = MembershipFactory(organization=alpha, role=Membership.Role.ADMIN).user
+    client.force_login(member)
+    assert client.get(url).status_code == 403
+    assert "¥15,000,000" in client.get(f"/orgs/{alpha.slug}/outcomes/").content.decode()

@@ -4,6 +4,7 @@ workloads.outcomes.services decides and writes."""
 from __future__ import annotations
 
 from django import forms
+from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
 from tenants.models import FREE_TEXT_MAX
@@ -93,7 +94,10 @@ class BudgetForm(forms.ModelForm):
             self.initial["alert_percents"] = ", ".join(str(p) for p in (self.instance.alert_percents or [80, 100]))
 
     def clean_alert_percents(self):
-        return clean_percents(self.cleaned_data["alert_percents"])
+        try:
+            return clean_percents(self.cleaned_data["alert_percents"])
+        except ValidationError as error:  # the service names the field; here the field is the form's own
+            raise ValidationError(error.message_dict["alert_percents"]) from None
 
 
 class ReviewForm(forms.Form):

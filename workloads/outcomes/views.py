@@ -196,20 +196,32 @@ def milestone_decide(request, pk: int):
 milestone_decide.tenant_model = Milestone
 
 
+def _saved(request, form, save) -> bool:
+    """A posted, valid form handed to its service (`save(data)`); the service's ValidationError shown on the form.
+    True when it saved."""
+    if request.method != "POST" or not form.is_valid():
+        return False
+    try:
+        save({name: form.cleaned_data[name] for name in form.fields})
+    except ValidationError as error:
+        apply_errors(form, error)
+        return False
+    return True
+
+
 def _milestone_form(request, org, milestone: Milestone | None):
     require_program_manager(request.user)
     form = MilestoneForm(request.POST or None, organization=org, instance=milestone)
-    if request.method == "POST" and form.is_valid():
-        data = {name: form.cleaned_data[name] for name in form.fields}
-        try:
-            if milestone is None:
-                milestone = create_milestone(user=request.user, organization=org, data=data)
-            else:
-                update_milestone(user=request.user, milestone=milestone, data=data)
-        except ValidationError as error:
-            apply_errors(form, error)
+    saved = []
+
+    def save(data):
+        if milestone is None:
+            saved.append(create_milestone(user=request.user, organization=org, data=data))
         else:
-            return redirect("outcomes:milestone", pk=milestone.pk)
+            saved.append(update_milestone(user=request.user, milestone=milestone, data=data))
+
+    if _saved(request, form, save):
+        return redirect("outcomes:milestone", pk=saved[0].pk)
     context = {"form": form, "org": org, "milestone": milestone}
     return render_form(request, "workloads/outcomes/milestone_form.html", context, invalid=bool(form.errors))
 
@@ -232,17 +244,15 @@ def _deliverable_form(request, access, deliverable: Deliverable | None):
     access.require(access.acts, str(MEMBERS_ONLY))
     org = access.organization
     form = DeliverableForm(request.POST or None, organization=org, instance=deliverable)
-    if request.method == "POST" and form.is_valid():
-        data = {name: form.cleaned_data[name] for name in form.fields}
-        try:
-            if deliverable is None:
-                record_deliverable(user=request.user, organization=org, data=data)
-            else:
-                update_deliverable(user=request.user, deliverable=deliverable, data=data)
-        except ValidationError as error:
-            apply_errors(form, error)
+
+    def save(data):
+        if deliverable is None:
+            record_deliverable(user=request.user, organization=org, data=data)
         else:
-            return redirect("outcomes:org", org_slug=org.slug)
+            update_deliverable(user=request.user, deliverable=deliverable, data=data)
+
+    if _saved(request, form, save):
+        return redirect("outcomes:org", org_slug=org.slug)
     context = {"form": form, "org": org, "deliverable": deliverable}
     return render_form(request, "workloads/outcomes/deliverable_form.html", context, invalid=bool(form.errors))
 
@@ -281,14 +291,8 @@ def _budget_form(request, program: Program, org, back: str):
     require_program_manager(request.user)
     budget = Budget.objects.visible_to(request.user).filter(program=program, organization=org).first()
     form = BudgetForm(request.POST or None, instance=budget)
-    if request.method == "POST" and form.is_valid():
-        data = {name: form.cleaned_data[name] for name in form.fields}
-        try:
-            set_budget(user=request.user, program=program, organization=org, data=data)
-        except ValidationError as error:
-            apply_errors(form, error)
-        else:
-            return redirect(back)
+    if _saved(request, form, lambda data: set_budget(user=request.user, program=program, organization=org, data=data)):
+        return redirect(back)
     context = {"form": form, "org": org, "program": program, "budget": budget, "back": back}
     return render_form(request, "workloads/outcomes/budget_form.html", context, invalid=bool(form.errors))
 
