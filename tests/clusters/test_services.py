@@ -390,35 +390,13 @@ def test_cluster_deleted_outside_the_portal_fails_visibly(running, emulator):
     assert not NodeInterval.objects.filter(cluster=running, ended_at=None).exists()
 
 
-def test_beat_fans_clusters_out_in_batches(org, monkeypatch):
-    clusters = [ClusterFactory(organization=org, allocation__instance_count=500) for _ in range(3)]
-    ClusterFactory(organization=org, status=Cluster.Status.DELETED)  # not polled
-    monkeypatch.setattr(cluster_tasks, "POLL_BATCH_SIZE", 2)
-    sent = []
-    monkeypatch.setattr(
-        cluster_tasks.poll_cluster_batch, "apply_async", lambda args, **options: sent.append((args, options))
-    )
-    assert cluster_tasks.poll_clusters() == 3
-    batches = [args[0] for args, _ in sent]
-    assert sorted(sum(batches, [])) == sorted(c.pk for c in clusters)
-    assert [len(b) for b in batches] == [2, 1]
-    # A batch not started within its 30 s claim expires: a later tick claims its clusters again.
-    assert {options["expires"] for _, options in sent} == {30}
-
-
 def test_a_cluster_polled_moments_ago_is_skipped_by_the_next_tick(running):
     assert running.pk not in claim_clusters_to_poll()
     Cluster.objects.filter(pk=running.pk).update(last_polled_at=None)
     assert running.pk in claim_clusters_to_poll()
 
 
-def test_a_tick_claims_its_clusters_before_the_batches_run_so_the_next_tick_queues_none_again(running):
-    """Beat queued 6 duplicate batches for the same clusters while one hung: the claim is made at fan-out."""
-    Cluster.objects.filter(pk=running.pk).update(last_polled_at=None)
-    assert claim_clusters_to_poll() == [running.pk]  # the batch has not run yet…
-    assert claim_clusters_to_poll() == []  # …and a second tick finds the cluster claimed
-    Cluster.objects.filter(pk=running.pk).update(last_polled_at=timezone.now() - timedelta(seconds=31))
-    assert claim_clusters_to_poll() == [running.pk]  # a batch that died releases it after 30 s
+# Beat's messages and the batches' claims: tests/clusters/test_poll_batches.py.
 
 
 def test_cloud_settings_without_a_security_group_are_refused_before_any_cloud_call(org, allocation, actor):
@@ -430,7 +408,6 @@ def test_cloud_settings_without_a_security_group_are_refused_before_any_cloud_ca
 
 
 def test_node_hours_count_closed_intervals_to_their_end_and_open_ones_to_the_last_poll_that_saw_them(running, emulator):
-    from datetime import timedelta
 
     import time_machine
     from django.db.models import F

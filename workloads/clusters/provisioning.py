@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from datetime import timedelta
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -20,8 +20,8 @@ from portal.cloud import CloudStatus, ClusterDescription, NodeInfo
 from workloads.clusters import progress
 from workloads.clusters.lifecycle import transition
 from workloads.clusters.models import Cluster, ClusterInstanceGroup
-from workloads.clusters.sync import close_nodes, sync_nodes
-from workloads.health.services import has_open_events
+from workloads.clusters.sync import close_nodes, sync_listings
+from workloads.health.services import clusters_with_open_events
 
 log = logging.getLogger(__name__)
 Status = Cluster.Status
@@ -122,7 +122,7 @@ def delete_created(cluster: Cluster, provider, *, status: str, claim: str | None
     """A deletion was requested while this attempt's create call was out: it could not conclude while the attempt
     held its claim (apply_description), so the attempt deletes what it created, under the same deterministic name.
     The claim goes first, so the deletion can conclude; if this dies before the delete call, the poller asks the
-    cloud to delete the cluster it finds under the name (poll_one)."""
+    cloud to delete the cluster it finds under the name (ask)."""
     if claim is not None:
         progress.settled(cluster.pk, claim=claim)
     storage_kind = cloud.StorageKind(cluster.storage)
@@ -173,7 +173,8 @@ def delete(cluster_id: int, *, provider_factory: Callable | None = None, cloud_n
 
 
 def poll_clusters(cluster_ids: list[int], *, provider_factory: Callable | None = None) -> dict[str, int]:
-    """One batch of a poll cycle. A failure on one cluster is logged and never stops the others.
+    """One batch of a poll cycle: ask the cloud about each cluster, then apply every answer in one transaction
+    (apply_answers). A failure on one cluster is logged and never stops the others.
 
     An account whose endpoint failed transiently (unreachable, timing out) is skipped for the rest of the batch:
     its other clusters would only wait out the same timeout, and the next tick asks again."""
@@ -181,6 +182,7 @@ def poll_clusters(cluster_ids: list[int], *, provider_factory: Callable | None =
     clusters = Cluster.objects.select_related("organization").filter(pk__in=cluster_ids, status__in=Cluster.POLLED)
     providers: dict[tuple, object] = {}
     unreachable: set[tuple] = set()
+    answers: list[Answer] = []
     for cluster in clusters:
         key = (cluster.organization_id, cluster.region, cluster.kind)
         if key in unreachable:
@@ -189,17 +191,22 @@ def poll_clusters(cluster_ids: list[int], *, provider_factory: Callable | None =
         try:
             if key not in providers:
                 providers[key] = (provider_factory or poll_provider_for)(cluster)
-            poll_one(cluster, providers[key])
+            answers.append(ask(cluster, providers[key]))
             outcome["polled"] += 1
         except cloud.CloudError as error:
             outcome["errors"] += 1
             log.warning("poll of cluster %s failed: %s", cluster.pk, error.message)
             if isinstance(error, cloud.TransientCloudError):
                 unreachable.add(key)
+    apply_answers(answers, recheck=True)
     return outcome
 
 
-def poll_one(cluster: Cluster, provider) -> None:
+Answer = tuple[Cluster, ClusterDescription, list[NodeInfo] | None]
+
+
+def ask(cluster: Cluster, provider) -> Answer:
+    """The cloud's calls for one cluster (describe, and list its nodes when in service); nothing written."""
     description = provider.describe(cluster.cloud_name)
     nodes = None
     if description.status in (CloudStatus.IN_SERVICE, CloudStatus.UPDATING) and cluster.status != Status.DELETING:
@@ -207,27 +214,63 @@ def poll_one(cluster: Cluster, provider) -> None:
     elif description.status not in (CloudStatus.NOT_FOUND, CloudStatus.DELETING) and cluster.status == Status.DELETING:
         # Deleted in the portal but still there: a delete that raced provisioning. Ask again (idempotent).
         provider.delete(cluster.cloud_name, storage_kind=cloud.StorageKind(cluster.storage))
-    apply_description(cluster, description, nodes=nodes)
+    return cluster, description, nodes
+
+
+def apply_description(cluster: Cluster, description: ClusterDescription, *, nodes: list[NodeInfo] | None) -> None:
+    """Bring the record in line with what the cloud says (and sync nodes when they were listed)."""
+    apply_answers([(cluster, description, nodes)])
 
 
 @transaction.atomic
-def apply_description(cluster: Cluster, description: ClusterDescription, *, nodes: list[NodeInfo] | None) -> None:
-    """Bring the record in line with what the cloud says (and sync nodes when they were listed)."""
+def apply_answers(answers: list[Answer], *, recheck: bool = False) -> None:
+    """Bring each cluster's record in line with what the cloud answered, all in one transaction: the clusters in
+    service (the steady state) together — one read and one write of each kind for the batch's nodes, health
+    events and run intervals (workloads.clusters.sync.sync_listings) — the others one by one.
+
+    `recheck`: the answers came from calls made a while ago (a poll batch's); a cluster whose status moved since it
+    was read (a deletion requested meanwhile) is left to the next poll, which asks about it as it is now."""
+    if recheck and answers:
+        current = dict(Cluster.objects.filter(pk__in=[c.pk for c, _d, _n in answers]).values_list("pk", "status"))
+        answers = [(c, d, n) for c, d, n in answers if current.get(c.pk) == c.status]
+    if not answers:
+        return
     now = timezone.now()
+    Cluster.objects.filter(pk__in=[c.pk for c, _d, _n in answers]).update(last_polled_at=now)
+    in_service = []
+    for cluster, description, nodes in answers:
+        if description.cloud_id and not cluster.cloud_id:
+            # Created by a run that died before recording it, and found under its deterministic name: adopt it.
+            Cluster.objects.filter(pk=cluster.pk, cloud_id="").update(cloud_id=description.cloud_id)
+            cluster.cloud_id = description.cloud_id
+        if not _apply_change(cluster, description, now):
+            in_service.append((cluster, description, nodes))
+    if not in_service:
+        return
+    # In service (or updating): healthy unless a node is not.
+    sync_listings([(c, d, n) for c, d, n in in_service if n is not None], now)
+    degraded = clusters_with_open_events([c.pk for c, _d, _n in in_service])
+    for cluster, _d, _n in in_service:
+        is_degraded = cluster.pk in degraded
+        target = Status.DEGRADED if is_degraded else Status.IN_SERVICE
+        if target != cluster.status:
+            message = _("Node health problem: see health events") if is_degraded else _("All nodes healthy")
+            if cluster.status == Status.PROVISIONING and not is_degraded:
+                message = _("In service")
+            transition(cluster_id=cluster.pk, to=target, message=message)
+
+
+def _apply_change(cluster: Cluster, description: ClusterDescription, now) -> bool:
+    """A cluster that is not (or no longer) in service: the status it moves to. False when it is in service."""
     status = cluster.status
     cloud_status = description.status
-    Cluster.objects.filter(pk=cluster.pk).update(last_polled_at=now)
-    if description.cloud_id and not cluster.cloud_id:
-        # Created by a run that died before recording it, and found under its deterministic name: adopt it.
-        Cluster.objects.filter(pk=cluster.pk, cloud_id="").update(cloud_id=description.cloud_id)
-        cluster.cloud_id = description.cloud_id
     if cloud_status == CloudStatus.NOT_FOUND:
         if status == Status.DELETING:
             if Cluster.objects.filter(pk=cluster.pk).filter(progress.live_claim(now)).exists():
                 # A provisioning attempt holds the cluster and its create call may still be out: not deleted yet.
                 # That attempt deletes what it creates (delete_created); if it dies, its lease runs out and a poll
                 # after that finds what it left under the name.
-                return
+                return True
             if transition(cluster_id=cluster.pk, to=Status.DELETED, message=_("Deleted"), **progress.RELEASED):
                 close_nodes(cluster, now)
         elif (
@@ -238,7 +281,7 @@ def apply_description(cluster: Cluster, description: ClusterDescription, *, node
             message=_("The cluster no longer exists in AWS (deleted outside the portal?)."),
         ):
             close_nodes(cluster, now)
-        return
+        return True
     if cloud_status == CloudStatus.FAILED:
         prefix = "delete: " if status == Status.DELETING else ""
         transition(
@@ -246,40 +289,47 @@ def apply_description(cluster: Cluster, description: ClusterDescription, *, node
             to=Status.FAILED,
             message=prefix + (description.failure_message or description.raw_status),
         )
-        return
+        return True
     if cloud_status == CloudStatus.DELETING:
         if status != Status.DELETING:
             transition(cluster_id=cluster.pk, to=Status.DELETING, message=_("Being deleted in AWS"))
-        return
-    if cloud_status == CloudStatus.CREATING or status == Status.DELETING:
-        return  # still on its way; a deleting cluster is handled by poll_one
-    # In service (or updating): healthy unless a node is not.
-    if nodes is not None:
-        sync_nodes(cluster, description, nodes, now)
-    degraded = has_open_events(cluster)
-    target = Status.DEGRADED if degraded else Status.IN_SERVICE
-    if target != status:
-        message = _("Node health problem: see health events") if degraded else _("All nodes healthy")
-        if status == Status.PROVISIONING and not degraded:
-            message = _("In service")
-        transition(cluster_id=cluster.pk, to=target, message=message)
+        return True
+    # Still on its way; a deleting cluster is handled by ask.
+    return cloud_status == CloudStatus.CREATING or status == Status.DELETING
 
 
+# A poll claim is the cluster's `last_polled_at`, set when a batch claims it: for this long nobody else polls the
+# cluster, whether its batch is still running (its hard time limit is no longer) or died.
 POLL_CLAIM_SECONDS = 30
 
 
+def _due(now) -> Q:
+    cutoff = now - timedelta(seconds=POLL_CLAIM_SECONDS)
+    return Q(last_polled_at__isnull=True) | Q(last_polled_at__lt=cutoff)
+
+
+def count_clusters_to_poll() -> int:
+    """Clusters the cloud may have changed and no batch holds: what beat sends batches for."""
+    return Cluster.objects.to_poll().filter(_due(timezone.now())).count()
+
+
 @transaction.atomic
-def claim_clusters_to_poll(*, stale_after_seconds: int = POLL_CLAIM_SECONDS) -> list[int]:
-    """Clusters the cloud may have changed, claimed for one poll cycle: `last_polled_at` is set before the
-    batches are sent, so a beat tick that comes while they run (or wait behind other work) finds nothing to
-    queue again. A batch that dies leaves its clusters claimed for `stale_after_seconds`, no longer."""
+def claim_clusters_to_poll(*, limit: int | None = None) -> list[int]:
+    """Claim up to `limit` of the clusters due for a poll, the longest unpolled first, for POLL_CLAIM_SECONDS:
+    `last_polled_at` is set at once, so no other batch takes them while this one asks the cloud, and a batch that
+    dies leaves them claimed for POLL_CLAIM_SECONDS, no longer.
+
+    Each batch claims as it starts, not beat as it sends: any number of workers take batches side by side
+    (PostgreSQL's SKIP LOCKED passes over the rows another worker is claiming; SQLite's writers take turns, its
+    transactions being IMMEDIATE), and a batch that waited in the queue claims what is due when it runs."""
     now = timezone.now()
-    cutoff = now - timedelta(seconds=stale_after_seconds)
     due = (
         Cluster.objects.to_poll()
-        .filter(Q(last_polled_at__isnull=True) | Q(last_polled_at__lt=cutoff))
-        .order_by("last_polled_at", "pk")
+        .filter(_due(now))
+        .order_by(F("last_polled_at").asc(nulls_first=True), "pk")
+        .select_for_update(skip_locked=True)
+        .values_list("pk", flat=True)
     )
-    ids = list(due.select_for_update(skip_locked=True).values_list("pk", flat=True))
+    ids = list(due[:limit] if limit else due)
     Cluster.objects.filter(pk__in=ids).update(last_polled_at=now)
     return ids

@@ -12,7 +12,7 @@ last status change plus the time queued work may wait, by the grace.
 
 Safe because provisioning is idempotent: the cloud cluster has a deterministic name, so a re-sent task adopts
 the one an earlier run created (and records its cloud id) instead of making a second. Deletion needs nothing
-here: `deleting` clusters are polled, and the poll asks the cloud to delete again (provisioning.poll_one).
+here: `deleting` clusters are polled, and the poll asks the cloud to delete again (provisioning.ask).
 """
 
 from __future__ import annotations

@@ -35,8 +35,8 @@ NAMES = "workloads.cluster_tasks."
 POLL_BATCH_SIZE = 50
 MAX_RETRIES = Cluster.MAX_RETRIES
 MAX_BACKOFF_SECONDS = 600
-# A poll batch starts within its claim (provisioning.claim_clusters_to_poll, 30 s) or expires, and gives up
-# its slot within the next 30 s; what it did not reach is polled at a later tick.
+# A poll batch holds its clusters for 30 s from its claim (provisioning.claim_clusters_to_poll) and ends within
+# them; what it did not reach is polled at a later tick.
 POLL_SOFT_LIMIT, POLL_HARD_LIMIT = 25, 30
 # Provisioning and deletion: each cloud call gives up inside the soft limit on botocore's own timeouts and retries
 # (portal.cloud.session.PROFILES, checked in tests/cloud/test_budget.py), and no call starts that could not end
@@ -136,14 +136,15 @@ def delete_cloud_cluster(self, cluster_id: int, cloud_name: str) -> str:
 
 @shared_task(name=NAMES + "poll_clusters")
 def poll_clusters() -> int:
-    """Beat, about every minute: claim the clusters to poll and fan them out in batches (not one task per
-    cluster). The claim keeps the next tick from queueing the same clusters while these batches run."""
-    ids = provisioning.claim_clusters_to_poll()
-    for start in range(0, len(ids), POLL_BATCH_SIZE):
-        # A batch not started within its claim is dropped: its clusters are claimed again by a later tick, so
-        # at most one batch per cluster is ever queued or running.
-        poll_cluster_batch.apply_async((ids[start : start + POLL_BATCH_SIZE],), expires=provisioning.POLL_CLAIM_SECONDS)
-    return len(ids)
+    """Beat, about every minute: one batch message per POLL_BATCH_SIZE clusters due (not one task per cluster).
+    A message names no cluster: the worker that takes it claims its batch as it starts
+    (provisioning.claim_clusters_to_poll), so a cluster is never in two batches at once, any number of workers
+    share a cycle, and a message that waited claims what is due when it runs (or nothing, and ends at once)."""
+    due = provisioning.count_clusters_to_poll()
+    for _batch in range(-(-due // POLL_BATCH_SIZE)):
+        # Unstarted by the next tick, a message is dropped: that tick sends what is due then.
+        poll_cluster_batch.apply_async(expires=settings.CELERY_BEAT_SCHEDULE["poll-clusters"]["schedule"])
+    return due
 
 
 @shared_task(
@@ -152,7 +153,13 @@ def poll_clusters() -> int:
     time_limit=POLL_HARD_LIMIT,
     cloud_calls=("poll",),
 )
-def poll_cluster_batch(cluster_ids: list[int]) -> dict[str, int]:
+def poll_cluster_batch(cluster_ids: list[int] | None = None) -> dict[str, int]:
+    """Claim a batch of clusters due and poll them. `cluster_ids`: those, already claimed (a message sent by the
+    version before, which claimed at fan-out)."""
+    if cluster_ids is None:
+        cluster_ids = provisioning.claim_clusters_to_poll(limit=POLL_BATCH_SIZE)
+    if not cluster_ids:
+        return {"polled": 0, "errors": 0, "skipped": 0}
     # A poll is a read plus an idempotent sync; one that fails is simply repeated by the next tick.
     try:
         outcome = provisioning.poll_clusters(cluster_ids)

@@ -297,26 +297,30 @@ def job_hosts(node_list: str, hosts: list[str]) -> list[str]:
 
 def _top_level_parts(text: str) -> list[str]:
     parts, depth, current = [], 0, []
-    for char in text:
-        if char == "[":
+    # Between brackets and commas, runs of characters are taken whole (a report names some 50,000 hosts).
+    for token in _DELIMITERS.split(text):
+        if token == "[":
             depth += 1
             if depth > 1:
                 raise ValueError("nested brackets")
-        elif char == "]":
+        elif token == "]":
             depth -= 1
             if depth < 0:
                 raise ValueError("a ] without its [")
-        if char == "," and depth == 0:
+        if token == "," and depth == 0:
             parts.append("".join(current))
             current = []
         else:
-            current.append(char)
+            current.append(token)
     if depth:
         raise ValueError("a [ without its ]")
     parts.append("".join(current))
     if any(not part.strip() for part in parts):
         raise ValueError("an empty host name")
     return parts
+
+
+_DELIMITERS = re.compile(r"([\[\],])")
 
 
 def _ranges(inside: str) -> list[tuple[int, int, int]]:
@@ -360,7 +364,9 @@ def _time(column: str, value: str, number: int, tz: tzinfo) -> datetime | None:
         return None
     if _TIME.fullmatch(value):
         try:
-            moment = datetime.strptime(value, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=tz)
+            # The pattern has fixed the shape; fromisoformat reads it some 20× faster than strptime (three times
+            # a line of a 10,000-line report) and refuses what is no date (a 13th month) just the same.
+            moment = datetime.fromisoformat(value).replace(tzinfo=tz)
         except ValueError:
             pass
         else:

@@ -8,62 +8,73 @@ the organization's days for the usage rollup, in the same transaction.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 
 from django.db.models import Max, Min
 from django.utils import timezone
 
-from portal.cloud import NodeInfo
-from workloads.clusters.models import Cluster, ClusterNode
+from workloads.clusters.listing import Listing
+from workloads.clusters.models import Cluster
+from workloads.usage.dirty import mark_days, mark_days_from
 from workloads.usage.models import NodeInterval
-from workloads.usage.rollups import mark_days
 
 
-def record_runs(
-    cluster: Cluster, *, seen: list[tuple[ClusterNode, NodeInfo]], gone: list[ClusterNode], now: datetime
-) -> None:
+def record_runs(listings: Iterable[Listing], *, now: datetime) -> None:
     """Extend the open intervals of the listed nodes, open one for each listed node without one, close the
-    intervals of the nodes that went; mark the days whose running time moved."""
-    org = cluster.organization
-    intervals = NodeInterval.objects.for_org(org).filter(cluster=cluster)
-    open_intervals = set(intervals.filter(ended_at=None).values_list("node_id", flat=True))
-    seen_ids = [node.pk for node, _info in seen]
-    touched = intervals.filter(ended_at=None, node__in=[*seen_ids, *[n.pk for n in gone]])
-    first_moved = touched.aggregate(first=Min("last_seen_at"))["first"]
+    intervals of the nodes that went; mark the days whose running time moved. Several clusters (a poll batch,
+    each a workloads.clusters.listing.Listing) are read and written at once."""
+    listings = list(listings)
+    seen_ids = [node.pk for listing in listings for node, _info in listing.seen]
+    gone_ids = [node.pk for listing in listings for node in listing.gone]
+    if not seen_ids and not gone_ids:
+        return
+    touched_ids = {*seen_ids, *gone_ids}
+    # An interval carries its cluster's organization: reading by cluster reads no other tenant's rows.
+    open_runs = NodeInterval.objects.filter(cluster__in=[listing.cluster.pk for listing in listings], ended_at=None)
+    open_intervals = set()
+    moved: dict[int, datetime] = {}  # organization -> the earliest moment whose running time moved
+    for organization_id, node_id, last_seen in open_runs.values_list("organization_id", "node_id", "last_seen_at"):
+        open_intervals.add(node_id)
+        if node_id in touched_ids:
+            moved[organization_id] = min(last_seen, moved.get(organization_id, last_seen))
     reopened = [pk for pk in seen_ids if pk not in open_intervals]
-    last_ends = dict(
-        intervals.filter(node_id__in=reopened)
-        .values("node_id")
-        .annotate(last=Max("ended_at"))
-        .values_list("node_id", "last")
-    )
-    new_intervals = []
-    for node, info in seen:
-        if node.pk in open_intervals:
-            continue
-        started = info.launch_time or now
-        if node.pk in last_ends and last_ends[node.pk] > started:
-            started = last_ends[node.pk]
-        new_intervals.append(
-            NodeInterval(
-                organization=org,
-                cluster=cluster,
-                node=node,
-                instance_id=node.instance_id,
-                instance_type=node.instance_type,
-                region=cluster.region,
-                started_at=started,
-                last_seen_at=now,
-            )
+    last_ends = {}
+    if reopened:
+        last_ends = dict(
+            NodeInterval.objects.filter(node_id__in=reopened)
+            .values("node_id")
+            .annotate(last=Max("ended_at"))
+            .values_list("node_id", "last")
         )
+    new_intervals = []
+    for listing in listings:
+        cluster = listing.cluster
+        for node, info in listing.seen:
+            if node.pk in open_intervals:
+                continue
+            started = info.launch_time or now
+            if last_ends.get(node.pk) is not None and last_ends[node.pk] > started:
+                started = last_ends[node.pk]
+            new_intervals.append(
+                NodeInterval(
+                    organization_id=cluster.organization_id,
+                    cluster=cluster,
+                    node=node,
+                    instance_id=node.instance_id,
+                    instance_type=node.instance_type,
+                    region=cluster.region,
+                    started_at=started,
+                    last_seen_at=now,
+                )
+            )
+            moved[cluster.organization_id] = min(started, moved.get(cluster.organization_id, started))
     if seen_ids:
-        intervals.filter(ended_at=None, node__in=seen_ids).update(last_seen_at=now)
-    if gone:
-        intervals.filter(node__in=gone, ended_at=None).update(ended_at=now, last_seen_at=now)
+        NodeInterval.objects.filter(ended_at=None, node__in=seen_ids).update(last_seen_at=now)
+    if gone_ids:
+        NodeInterval.objects.filter(node__in=gone_ids, ended_at=None).update(ended_at=now, last_seen_at=now)
     NodeInterval.objects.bulk_create(new_intervals, ignore_conflicts=True)
-    starts = [first_moved, *(i.started_at for i in new_intervals)]
-    if moved := [moment for moment in starts if moment is not None]:
-        mark_days(org.pk, timezone.localdate(min(moved)))
+    mark_days_from({organization_id: timezone.localdate(moment) for organization_id, moment in moved.items()})
 
 
 def close_runs(cluster: Cluster, now: datetime) -> None:
