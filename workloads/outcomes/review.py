@@ -70,7 +70,9 @@ def confirm(*, user, program: Program, organization: Organization, comment: str 
             _("The cycle review is open from %(first)s to %(last)s.")
             % {"first": opens_on(program).isoformat(), "last": program.ends_on.isoformat()}
         )
-    review, _created = CycleReview.objects.select_for_update().get_or_create(program=program, organization=organization)
+    review, _created = CycleReview.objects.select_for_update(of=("self",)).get_or_create(
+        program=program, organization=organization
+    )
     review.confirmed_by, review.confirmed_at, review.comment = user, timezone.now(), comment.strip()
     review.save()
     record_audit(

@@ -98,7 +98,7 @@ def create_milestone(*, user, organization: Organization, data: dict) -> Milesto
 @transaction.atomic
 def update_milestone(*, user, milestone: Milestone, data: dict) -> Milestone:
     require(is_program_manager(user), str(MANAGERS_ONLY))
-    milestone = Milestone.objects.select_for_update().get(pk=milestone.pk)
+    milestone = Milestone.objects.select_for_update(of=("self",)).get(pk=milestone.pk)
     changes = _apply(milestone, data, MILESTONE_FIELDS)
     if not changes:
         return milestone
@@ -112,7 +112,7 @@ def update_milestone(*, user, milestone: Milestone, data: dict) -> Milestone:
 
 
 def _locked(milestone: Milestone) -> Milestone:
-    return Milestone.objects.select_for_update().select_related("organization").get(pk=milestone.pk)
+    return Milestone.objects.select_for_update(of=("self",)).select_related("organization").get(pk=milestone.pk)
 
 
 @transaction.atomic
@@ -270,7 +270,7 @@ def record_deliverable(*, user, organization: Organization, data: dict) -> Deliv
 @transaction.atomic
 def update_deliverable(*, user, deliverable: Deliverable, data: dict) -> Deliverable:
     _require_member(user, deliverable.organization)
-    deliverable = Deliverable.objects.select_for_update().get(pk=deliverable.pk)
+    deliverable = Deliverable.objects.select_for_update(of=("self",)).get(pk=deliverable.pk)
     changes = _apply(deliverable, data, DELIVERABLE_FIELDS)
     if not changes:
         return deliverable
@@ -320,9 +320,9 @@ def clean_percents(value) -> list[int]:
 def set_budget(*, user, program: Program, organization: Organization | None, data: dict) -> Budget:
     """Create or change the program's budget (`organization` None) or an organization's."""
     require(is_program_manager(user), str(MANAGERS_ONLY))
-    budget = Budget.objects.select_for_update().filter(program=program, organization=organization).first() or Budget(
-        program=program, organization=organization, alert_percents=[80, 100]
-    )
+    budget = Budget.objects.select_for_update(of=("self",)).filter(program=program, organization=organization).order_by(
+        "pk"
+    ).first() or Budget(program=program, organization=organization, alert_percents=[80, 100])
     created = budget.pk is None
     data = dict(data)
     if "alert_percents" in data:
