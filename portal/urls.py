@@ -17,6 +17,7 @@ from tenants.tokens import api as tokens_api
 from workloads.clusters import api as clusters_api
 from workloads.health import api as health_api
 from workloads.jobs import api as jobs_api
+from workloads.outcomes import api as outcomes_api
 from workloads.records import api as records_api
 from workloads.review import api as review_api
 from workloads.support import api as support_api
@@ -58,6 +59,10 @@ router.register("nccl-validations", validation_api.NcclValidationViewSet, basena
 router.register("auth/tokens", tokens_api.ApiTokenViewSet, basename="token")
 router.register("usage", usage_api.UsageViewSet, basename="usage")
 router.register("rate-card", usage_api.RateCardViewSet, basename="rate-card")
+router.register("milestones", outcomes_api.MilestoneViewSet, basename="milestone")
+router.register("deliverables", outcomes_api.DeliverableViewSet, basename="deliverable")
+router.register("budgets", outcomes_api.BudgetViewSet, basename="budget")
+router.register("reports", outcomes_api.ReportViewSet, basename="report")
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),

@@ -34,14 +34,18 @@ from tenants.tokens import services as tokens
 from tenants.tokens.models import ApiToken
 from tests.factories import (
     ActiveAllocationFactory,
+    BudgetFactory,
     CapacityRequestFactory,
     ClusterFactory,
     ClusterNodeFactory,
+    DeliverableFactory,
     HealthEventFactory,
     JobFactory,
     MembershipFactory,
+    MilestoneFactory,
     NcclValidationFactory,
     OrganizationFactory,
+    ReportFactory,
     StaffRoleFactory,
     WorkloadFactory,
 )
@@ -116,6 +120,12 @@ def callers(catalog, db) -> dict[str, str]:
             cluster=cluster,
         )
         add_comment(user=manager, case=case, body="Looking at the EFA counters.", internal=True)
+        # Outcomes: a milestone, a deliverable, a budget and a report of each organization.
+        program = allocation.pool.program
+        MilestoneFactory(organization=organization)
+        DeliverableFactory(organization=organization)
+        BudgetFactory(program=program, organization=organization)
+        ReportFactory(program=program, organization=organization)
         UsageDay.objects.create(
             organization=organization,
             pool=allocation.pool,
@@ -126,6 +136,7 @@ def callers(catalog, db) -> dict[str, str]:
         )
     meeting, _created = save_review_meeting(user=manager, week_start=week_of(timezone.localdate()), minutes="W")
     add_action_item(user=manager, meeting=meeting, text="Check the NCCL case", organization=org)
+    BudgetFactory(program=allocation.pool.program, organization=None)  # the program's own: staff only
     add_rate(
         user=manager,
         instance_type=allocation.pool.instance_type,

@@ -13,8 +13,15 @@ from django.urls import reverse
 from drf_spectacular.generators import SchemaGenerator
 from rest_framework.test import APIClient
 
-from tenants.models import Membership, Organization, StaffRole
-from tests.factories import MembershipFactory, StaffRoleFactory
+from tenants.models import Membership, Organization, Program, StaffRole
+from tests.factories import (
+    BudgetFactory,
+    DeliverableFactory,
+    MembershipFactory,
+    MilestoneFactory,
+    ReportFactory,
+    StaffRoleFactory,
+)
 from tests.test_tenant_gate import ROUTES
 
 pytestmark = pytest.mark.django_db
@@ -57,6 +64,13 @@ def program_data(catalog):
     call_command("load_demo", "--start", "2026-10-01")
     call_command("load_demo_workloads")
     call_command("load_cluster_demo")
+    # Outcomes of the tenant's organization and the program's budget (load_demo_outcomes would render PDFs).
+    sakura, program = Organization.objects.get(slug="sakura-lab"), Program.objects.get(slug="fm-program-demo")
+    MilestoneFactory(organization=sakura)
+    DeliverableFactory(organization=sakura)
+    BudgetFactory(program=program, organization=sakura)
+    BudgetFactory(program=program, organization=None)
+    ReportFactory(program=program, organization=sakura)
 
 
 def clients() -> dict[str, APIClient]:

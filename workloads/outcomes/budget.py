@@ -211,3 +211,21 @@ def standings(
         forecast=forecast(spent=total, daily=program_daily, program=program, today=today, now=now),
     )
     return rows, whole
+
+
+def budget_standings(budgets: list[Budget], *, now: datetime | None = None) -> dict[int, Standing]:
+    """Each of `budgets`' standing, by budget id (the API's budgets): one standings() call per program, the
+    program's own read only when one of them is the program's budget."""
+    by_program: dict[int, list[Budget]] = defaultdict(list)
+    for budget in budgets:
+        by_program[budget.program_id].append(budget)
+    now = now or timezone.now()
+    found = {}
+    for rows in by_program.values():
+        organizations = [budget.organization for budget in rows if budget.organization_id]
+        with_program = any(budget.organization_id is None for budget in rows)
+        org_rows, whole = standings(rows[0].program, organizations=organizations, with_program=with_program, now=now)
+        by_organization = {standing.organization.pk: standing for standing in org_rows}
+        for budget in rows:
+            found[budget.pk] = whole if budget.organization_id is None else by_organization[budget.organization_id]
+    return found

@@ -320,9 +320,10 @@ def clean_percents(value) -> list[int]:
 def set_budget(*, user, program: Program, organization: Organization | None, data: dict) -> Budget:
     """Create or change the program's budget (`organization` None) or an organization's."""
     require(is_program_manager(user), str(MANAGERS_ONLY))
-    budget = Budget.objects.select_for_update(of=("self",)).filter(program=program, organization=organization).order_by(
-        "pk"
-    ).first() or Budget(program=program, organization=organization, alert_percents=[80, 100])
+    # Ordered by pk, not Meta.ordering (organization__name), and locking its own row only: PostgreSQL refuses FOR
+    # UPDATE on the outer join that ordering needs for the program's budget (organization null).
+    rows = Budget.objects.select_for_update(of=("self",)).filter(program=program, organization=organization)
+    budget = rows.order_by("pk").first() or Budget(program=program, organization=organization, alert_percents=[80, 100])
     created = budget.pk is None
     data = dict(data)
     if "alert_percents" in data:
