@@ -152,3 +152,15 @@ def test_the_outcomes_pages_read_in_a_bounded_number_of_queries(org, member_clie
     for _ in range(5):
         more()
     assert counts() == before
+
+
+def test_the_csv_dates_a_projection_by_the_program_day_not_the_utc_one(org, trained):
+    from workloads.outcomes.exports import milestones_csv
+
+    early = NOW.replace(hour=5)  # 05:00 JST is 20:00 UTC the day before
+    milestone = MilestoneFactory(organization=org, workload=trained, target_tokens=1000 * B, due_on=date(2027, 6, 1))
+    (state,) = milestone_states([milestone], now=early)
+    assert state.finish.on == datetime(2027, 4, 12, 5, 0, tzinfo=JST)
+    lines = b"".join(milestones_csv([state], stamp="x").streaming_content).decode("utf-8-sig").splitlines()
+    row = dict(zip(lines[0].split(","), lines[1].split(","), strict=True))
+    assert row["projected_on"] == "2027-04-12" and row["training_tokens"] == str(1000 * B)

@@ -3,20 +3,22 @@ formula), each of what the reader may see."""
 
 from __future__ import annotations
 
+from django.utils import timezone
+
 from portal.exports import csv_stream
 from workloads.outcomes.milestones import MilestoneState
 
 
 def milestones_csv(states: list[MilestoneState], *, stamp: str):
     header = [
-        "organization", "milestone_id", "title", "due_on", "state", "status", "measured_workload", "target_tokens",
+        "organization", "milestone_id", "title", "due_on", "state", "status", "measured_workload", "training_tokens",
         "tokens_trained", "projected_on", "met_at", "evidence",
     ]  # fmt: skip
 
     def rows():
         for s in states:
             m = s.milestone
-            projected = s.finish.on.date().isoformat() if s.finish and s.finish.on and s.state != "met" else None
+            projected = day_of(s.finish.on) if s.finish and s.finish.on and s.state != "met" else None
             yield (
                 m.organization.slug, m.pk, m.title, m.due_on, s.state, m.status, m.workload.name if m.workload else "",
                 m.target_tokens, s.tokens, projected, m.met_at.isoformat() if m.met_at else None, m.evidence,
@@ -41,3 +43,8 @@ def deliverables_csv(deliverables, *, stamp: str):
             )  # fmt: skip
 
     return csv_stream(f"deliverables-{stamp}", header, rows())
+
+
+def day_of(moment) -> str:
+    """The program day of a moment (Asia/Tokyo), as the pages and the API read it: never the UTC date."""
+    return timezone.localtime(moment).date().isoformat()

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
+from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from portal.periods import day_start
@@ -172,7 +173,7 @@ def milestone_section(milestones, *, as_of: datetime, with_org: bool) -> Section
     section = Section("milestones", _("Milestones"), columns)
     for s in milestone_states(milestones, now=as_of):
         m = s.milestone
-        reached = m.met_at.date() if m.met_at else (s.finish.on.date() if s.finish and s.finish.on else None)
+        reached = local_day(m.met_at) if m.met_at else (local_day(s.finish.on) if s.finish and s.finish.on else None)
         row = [m.title, m.due_on, s.label, s.tokens, m.target_tokens, reached, m.evidence]
         section.rows.append([m.organization.name, *row] if with_org else row)
     return section
@@ -233,6 +234,11 @@ def incident_section(organizations: list[Organization], period: Period) -> Secti
     return section
 
 
+def local_day(moment: datetime) -> date:
+    """The program day of a moment (Asia/Tokyo), never its UTC date."""
+    return timezone.localtime(moment).date()
+
+
 def _round(value: float | None) -> Decimal | None:
     return None if value is None else Decimal(str(round(value, 2)))
 
@@ -252,8 +258,10 @@ def training_section(organizations: list[Organization], *, as_of: datetime) -> S
     for organization in organizations:
         for item in organization_training(organization, now=as_of):
             finish = item.finish
-            on = finish.on.date() if finish and finish.on else None
-            ends = (finish.allocation_ends - timedelta(seconds=1)).date() if finish and finish.allocation_ends else None
+            on = local_day(finish.on) if finish and finish.on else None
+            ends = (
+                local_day(finish.allocation_ends - timedelta(seconds=1)) if finish and finish.allocation_ends else None
+            )
             share = Decimal(str(round(item.fraction, 4))) if item.fraction is not None else None
             mfu = Decimal(str(round(item.mfu, 4))) if item.mfu is not None else None
             section.rows.append(
