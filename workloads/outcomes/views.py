@@ -89,6 +89,8 @@ def program_outcomes(request):
         status__in=[Milestone.Status.MET, Milestone.Status.DROPPED]
     )
     states = attention_first(milestone_states(open_milestones.select_related("organization", "workload")))
+    review_open = review.is_open(program, today=timezone.localdate())
+    reviews = review.states(program, organizations) if program else []
     deliverables = (
         Deliverable.objects.visible_to(request.user)
         .select_related("organization", "model", "milestone", "run")
@@ -107,8 +109,9 @@ def program_outcomes(request):
             .filter(cleared_at__isnull=True)
             .select_related("organization", "budget__program"),
             "can_manage": is_program_manager(request.user),
-            "review_open": review.is_open(program, today=timezone.localdate()),
-            "reviews": review.states(program, organizations) if program else [],
+            "review_open": review_open,
+            # Shown while the review is open, and after it once anyone confirmed (who did and who did not).
+            "reviews": reviews if review_open or any(s.done for s in reviews) else [],
         },
     )
 
