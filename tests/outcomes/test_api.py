@@ -7,22 +7,16 @@ forecast $36,700 + $1,000 × 135.5 days = $172,200, range $104,450 – $307,700.
 dollar is $100,000: 36.7 % spent, the forecast 172.2 % of it. Milestone: the run trained 600 B of 1 T tokens, 50 B in
 the last 7 days, so the 400 B left take 8 weeks: Apr 12 at 12:00 (as test_milestones.py)."""
 
-from datetime import datetime, timedelta
-from zoneinfo import ZoneInfo
+from datetime import datetime
 
 import pytest
 import time_machine
 from rest_framework.test import APIClient
 
 from tenants.models import Membership
-from tests.factories import DeliverableFactory, MembershipFactory, MilestoneFactory, ReportFactory, WorkloadFactory
-from tests.outcomes.conftest import USD
+from tests.factories import DeliverableFactory, MembershipFactory, MilestoneFactory, ReportFactory
+from tests.outcomes.conftest import NOW, USD, B
 from workloads.outcomes.models import Budget, Deliverable, Milestone
-from workloads.training.models import ProgressHour, TrainingRun
-
-JST = ZoneInfo("Asia/Tokyo")
-NOW = datetime(2027, 2, 15, 12, 0, tzinfo=JST)
-B = 1_000_000_000
 
 
 @pytest.fixture(autouse=True)
@@ -35,23 +29,6 @@ def api_as(user) -> APIClient:
     client = APIClient()
     client.force_authenticate(user)
     return client
-
-
-@pytest.fixture
-def trained(org):
-    """A workload whose run has trained 600 B tokens, 50 B of them in the last 7 days."""
-    workload = WorkloadFactory(organization=org, target_tokens=1000 * B)
-    run = TrainingRun.objects.create(
-        organization=org, workload=workload, name="run-1", phase="pretraining", tokens=600 * B,
-        first_point_at=NOW - timedelta(days=30), last_point_at=NOW - timedelta(hours=1),
-    )  # fmt: skip
-    hour = NOW - timedelta(days=2)
-    ProgressHour.objects.create(
-        organization=org, run=run, hour=hour, hour_number=int(hour.timestamp() // 3600), first_iteration=1,
-        last_iteration=2, tokens_end=600 * B, iterations=2, new_tokens=50 * B, timed_tokens=50 * B,
-        productive_seconds=3600,
-    )  # fmt: skip
-    return workload
 
 
 # --- Milestones ------------------------------------------------------------------------------------------------

@@ -3,38 +3,16 @@ organization and confirmed by program staff; each page and file shows only the r
 history. Figures by hand: the run trained 600 B of 1 T tokens, 50 B in the last 7 days."""
 
 from datetime import date, datetime, timedelta
-from zoneinfo import ZoneInfo
 
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from tenants.models import AuditEvent
 from tests.factories import MilestoneFactory, WorkloadFactory
+from tests.outcomes.conftest import JST, NOW, B
 from workloads.outcomes import services
 from workloads.outcomes.milestones import milestone_states
 from workloads.outcomes.models import Milestone
-from workloads.training.models import ProgressHour, TrainingRun
-
-JST = ZoneInfo("Asia/Tokyo")
-NOW = datetime(2027, 2, 15, 12, 0, tzinfo=JST)
-B = 1_000_000_000
-
-
-@pytest.fixture
-def trained(org):
-    """A workload whose run has trained 600 B tokens, 50 B of them in the last 7 days (its last point: 11:00)."""
-    workload = WorkloadFactory(organization=org, target_tokens=1000 * B)
-    run = TrainingRun.objects.create(
-        organization=org, workload=workload, name="run-1", phase="pretraining", tokens=600 * B,
-        first_point_at=NOW - timedelta(days=30), last_point_at=NOW - timedelta(hours=1),
-    )  # fmt: skip
-    hour = NOW - timedelta(days=2)
-    ProgressHour.objects.create(
-        organization=org, run=run, hour=hour, hour_number=int(hour.timestamp() // 3600), first_iteration=1,
-        last_iteration=2, tokens_end=600 * B, iterations=2, new_tokens=50 * B, timed_tokens=50 * B,
-        productive_seconds=3600,
-    )  # fmt: skip
-    return workload
 
 
 def test_a_measured_milestone_is_on_track_at_risk_or_met_by_its_tokens(org, trained):

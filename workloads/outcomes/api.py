@@ -68,6 +68,29 @@ def _stays(data: dict, organization) -> None:
         raise ValidationError({"organization": [_("This cannot move to another organization.")]})
 
 
+class WithFigures:
+    """Lists and details whose rows carry figures computed for the page at once (`figures(rows)`: extra serializer
+    context), never one row at a time."""
+
+    def figures(self, rows: list) -> dict:
+        raise NotImplementedError
+
+    def _data(self, objects, *, many: bool = False):
+        rows = list(objects) if many else [objects]
+        context = {**self.get_serializer_context(), **self.figures(rows)}
+        return self.get_serializer(rows if many else objects, many=many, context=context).data
+
+    def _fresh(self, obj):
+        return self._data(self.get_queryset().get(pk=obj.pk))
+
+    def list(self, request, *args, **kwargs):
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        return self.get_paginated_response(self._data(page, many=True))
+
+    def retrieve(self, request, *args, **kwargs):
+        return Response(self._data(self.get_object()))
+
+
 @extend_schema_view(
     list=extend_schema(summary="Milestones, with where each stands (your org's; every org's for program staff)"),
     retrieve=extend_schema(summary="A milestone, with its state, tokens trained and projected date"),
@@ -76,6 +99,7 @@ def _stays(data: dict, organization) -> None:
     partial_update=extend_schema(summary="Change some of a milestone's fields (program managers)"),
 )
 class MilestoneViewSet(
+    WithFigures,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
     mixins.CreateModelMixin,
@@ -95,22 +119,9 @@ class MilestoneViewSet(
     def scope_queryset(self, queryset):
         return queryset.select_related("organization", "workload", "reported_by", "confirmed_by", "created_by")
 
-    def _data(self, milestones, *, many: bool = False):
-        """The milestones with their states: one milestone_states() call for the whole page."""
-        rows = list(milestones) if many else [milestones]
-        states = {state.milestone.pk: state for state in milestone_states(rows)}
-        context = {**self.get_serializer_context(), "states": states}
-        return self.get_serializer(rows if many else milestones, many=many, context=context).data
-
-    def _fresh(self, milestone: Milestone):
-        return self._data(self.get_queryset().get(pk=milestone.pk))
-
-    def list(self, request, *args, **kwargs):
-        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        return self.get_paginated_response(self._data(page, many=True))
-
-    def retrieve(self, request, *args, **kwargs):
-        return Response(self._data(self.get_object()))
+    def figures(self, rows: list[Milestone]) -> dict:
+        """The milestones' states: one milestone_states() call for the whole page."""
+        return {"states": {state.milestone.pk: state for state in milestone_states(rows)}}
 
     def create(self, request, *args, **kwargs):
         require(is_program_manager(request.user), str(MANAGERS_ONLY))
@@ -235,6 +246,7 @@ SET_BUDGET = {
     partial_update=extend_schema(summary="Change some of a budget's fields (program managers)"),
 )
 class BudgetViewSet(
+    WithFigures,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
     mixins.CreateModelMixin,
@@ -254,20 +266,9 @@ class BudgetViewSet(
     def scope_queryset(self, queryset):
         return queryset.select_related("program", "organization", "updated_by")
 
-    def _data(self, budgets, *, many: bool = False):
-        rows = list(budgets) if many else [budgets]
-        context = {**self.get_serializer_context(), "standings": budget_standings(rows)}
-        return self.get_serializer(rows if many else budgets, many=many, context=context).data
-
-    def _fresh(self, budget: Budget):
-        return self._data(self.get_queryset().get(pk=budget.pk))
-
-    def list(self, request, *args, **kwargs):
-        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        return self.get_paginated_response(self._data(page, many=True))
-
-    def retrieve(self, request, *args, **kwargs):
-        return Response(self._data(self.get_object()))
+    def figures(self, rows: list[Budget]) -> dict:
+        """The budgets' standings: standings() once per program for the whole page."""
+        return {"standings": budget_standings(rows)}
 
     def create(self, request, *args, **kwargs):
         """Sets the budget of the organization named (null: the program's) in the current program; if it has one,
