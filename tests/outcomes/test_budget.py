@@ -18,7 +18,7 @@ from tests.outcomes.conftest import USD, daily_cost
 from workloads.outcomes import alerts, budget
 from workloads.outcomes.models import Budget, BudgetAlert
 from workloads.outcomes.services import set_budget
-from workloads.usage.models import BilledCost
+from workloads.usage.models import BilledCost, UsageDay
 
 JST = ZoneInfo("Asia/Tokyo")
 NOW = datetime(2027, 2, 15, 12, 0, tzinfo=JST)
@@ -162,3 +162,31 @@ def test_the_budget_form_shows_its_errors_and_saves_for_a_manager_only(program, 
     client.force_login(member)
     assert client.get(url).status_code == 403
     assert "¥15,000,000" in client.get(f"/orgs/{alpha.slug}/outcomes/").content.decode()
+
+
+def test_an_alert_stands_while_spend_wobbles_and_clears_only_with_a_new_budget(program, alpha, manager):
+    set_budget(user=manager, program=program, organization=alpha, data={"amount": Decimal("6600000")})  # $44,000
+    # $36,700 spent: 83 % of $44,000, past 80 %; the forecast passes it too.
+    first = alerts.check_budgets(now=NOW)
+    assert sorted(BudgetAlert.objects.filter(pk__in=first).values_list("kind", "percent")) == [
+        ("forecast", 100),
+        ("spent", 80),
+    ]
+    # A billing correction takes $2,000 off Feb 15's day... the figure falls under 80 % for an hour, then back.
+    day = UsageDay.objects.get(organization=alpha, day=date(2027, 2, 14))
+    UsageDay.objects.filter(pk=day.pk).update(running_cost_micro_usd=0)
+    assert alerts.check_budgets(now=NOW) == []
+    UsageDay.objects.filter(pk=day.pk).update(running_cost_micro_usd=1_000 * USD)
+    assert alerts.check_budgets(now=NOW) == []
+    assert BudgetAlert.objects.count() == 2 and not BudgetAlert.objects.filter(cleared_at__isnull=False).exists()
+    set_budget(user=manager, program=program, organization=alpha, data={"amount": Decimal("60000000")})
+    alerts.check_budgets(now=NOW)
+    assert not BudgetAlert.objects.filter(cleared_at__isnull=True).exists()
+
+
+def test_a_budget_in_yen_reads_as_set_never_a_yen_off_through_dollars(program, alpha, manager, manager_client):
+    set_budget(user=manager, program=program, organization=alpha, data={"amount": Decimal("1000001")})
+    standing, _ = standing_of(program, alpha)
+    assert standing.budget_local == Decimal("1000001.00")
+    assert budget.budget_micro_usd(standing.budget, program) == 6_666_673_333  # ¥1,000,001 ÷ 150
+    assert "¥1,000,001" in manager_client.get("/outcomes/").content.decode()

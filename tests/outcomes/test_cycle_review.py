@@ -56,3 +56,23 @@ def test_the_pages_show_the_review_and_who_has_not_confirmed(program, alpha, adm
         client.force_login(manager)
         program_page = client.get("/outcomes/").content.decode()
     assert "Cycle review" in program_page and "confirmed" in program_page
+
+
+class FailingBackend:
+    """A mail server that refuses every message."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def send_messages(self, messages):
+        raise ConnectionRefusedError("mail server down")
+
+
+def test_a_reminder_the_mail_server_refused_is_sent_again(program, alpha, admins, settings):
+    settings.EMAIL_BACKEND = "tests.outcomes.test_cycle_review.FailingBackend"
+    with pytest.raises(ConnectionRefusedError):
+        review.remind(now=OPEN)
+    state = CycleReview.objects.get(organization=alpha)
+    assert (state.reminded_at, state.reminders) == (None, 0)
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    assert review.remind(now=OPEN + timedelta(hours=1)) == 2

@@ -6,7 +6,7 @@ from datetime import date
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
-from tests.factories import DeliverableFactory, MilestoneFactory
+from tests.factories import DeliverableFactory, MembershipFactory, MilestoneFactory
 from workloads.outcomes import services
 from workloads.outcomes.models import Deliverable
 
@@ -65,7 +65,9 @@ def test_a_release_links_its_own_milestone_and_an_evaluation_its_own_model(org, 
     assert list(model.evaluations.all()) == [evaluation]
     with pytest.raises(ValidationError) as error:
         services.record_deliverable(user=member, organization=org, data={**MODEL, "title": "Again"})
-    assert error.value.message_dict["hf_repo_id"] == ["This repository is already recorded as a deliverable."]
+    assert error.value.message_dict["hf_repo_id"] == [
+        "The organization has already recorded this repository as a deliverable."
+    ]
     with pytest.raises(PermissionDenied):
         services.record_deliverable(user=manager, organization=org, data={**MODEL, "hf_repo_id": "alpha-lab/other"})
 
@@ -95,3 +97,14 @@ def test_the_form_keeps_what_was_typed_and_shows_the_error(org, member_client, o
     mine = Deliverable.objects.get(title="Technical report")
     assert member_client.post(f"/deliverables/{mine.pk}/delete/").status_code == 302
     assert not Deliverable.objects.filter(pk=mine.pk).exists()
+
+
+def test_a_repository_is_unique_within_an_organization_whatever_its_case(org, other_org, member):
+    services.record_deliverable(user=member, organization=org, data=MODEL)
+    with pytest.raises(ValidationError) as error:
+        services.record_deliverable(user=member, organization=org, data={**MODEL, "hf_repo_id": "Alpha-Lab/Alpha-13B"})
+    assert "hf_repo_id" in error.value.message_dict
+    theirs = MembershipFactory(organization=other_org).user
+    # Another organization's record neither blocks nor shows: it may record the same id.
+    services.record_deliverable(user=theirs, organization=other_org, data=MODEL)
+    assert Deliverable.objects.filter(hf_repo_id="alpha-lab/alpha-13b").count() == 2

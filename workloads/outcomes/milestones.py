@@ -94,10 +94,15 @@ def milestone_states(milestones, *, now: datetime | None = None) -> list[Milesto
 
 def _state(milestone: Milestone, *, tokens, rate, today, now) -> MilestoneState:
     status = milestone.status
+    # Read as of a moment before it was met (a month's report made later): not met yet then.
+    met_later = status == Milestone.Status.MET and milestone.met_at is not None and milestone.met_at > now
+    if met_later:
+        status = Milestone.Status.OPEN
     trained = tokens.get(milestone.workload_id, 0) if milestone.measured else None
     if status == Milestone.Status.DROPPED:
         return MilestoneState(milestone, "dropped", trained)
-    if status == Milestone.Status.MET or (trained is not None and trained >= milestone.target_tokens):
+    reached = trained is not None and trained >= milestone.target_tokens and not met_later
+    if status == Milestone.Status.MET or reached:
         return MilestoneState(milestone, "met", trained)
     if status == Milestone.Status.REPORTED:
         return MilestoneState(milestone, "reported", trained)

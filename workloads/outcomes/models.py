@@ -16,6 +16,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Lower
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
@@ -197,8 +198,12 @@ class Deliverable(models.Model):
         verbose_name_plural = _("deliverables")
         indexes = [models.Index(fields=["organization", "-released_on"])]
         constraints = [
+            # Per organization (another's records say nothing to it, nor block it), as the Hub compares: case aside.
             models.UniqueConstraint(
-                fields=["hf_repo_id"], condition=~Q(hf_repo_id=""), name="one_deliverable_per_hf_repository"
+                Lower("hf_repo_id"),
+                "organization",
+                condition=~Q(hf_repo_id=""),
+                name="one_deliverable_per_hf_repository",
             ),
         ]
 

@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.mail import EmailMessage, get_connection
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.template.loader import render_to_string
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
@@ -95,10 +95,18 @@ def remind(*, now: datetime | None = None) -> int:
             continue
         due = Q(reminded_at__isnull=True) | Q(reminded_at__lte=now - REMINDER_EVERY)
         claimed = CycleReview.objects.filter(Q(pk=review.pk) & due).update(
-            reminded_at=now, reminders=review.reminders + 1
+            reminded_at=now, reminders=F("reminders") + 1
         )
-        if claimed:
+        if not claimed:
+            continue
+        try:
             sent += _mail_admins(program, organization)
+        except Exception:
+            # Give the claim back so the task's retry (or tomorrow's run) sends it.
+            CycleReview.objects.filter(pk=review.pk).update(
+                reminded_at=review.reminded_at, reminders=F("reminders") - 1
+            )
+            raise
     return sent
 
 

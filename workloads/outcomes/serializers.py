@@ -5,6 +5,8 @@ from the functions the pages read (workloads.outcomes.milestones, workloads.outc
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
@@ -328,7 +330,8 @@ class BudgetStandingSerializer(api.Serializer):
 
     @extend_schema_field(serializers.DecimalField(max_digits=24, decimal_places=0))
     def get_budget_local(self, standing: Standing):
-        return str(local_value(standing.budget_micro_usd, standing.program))
+        local = standing.budget_local
+        return None if local is None else str(local.quantize(Decimal("1")))
 
     @extend_schema_field(serializers.DecimalField(max_digits=24, decimal_places=0))
     def get_spent_local(self, standing: Standing):

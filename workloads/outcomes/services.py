@@ -102,6 +102,11 @@ def update_milestone(*, user, milestone: Milestone, data: dict) -> Milestone:
     changes = _apply(milestone, data, MILESTONE_FIELDS)
     if not changes:
         return milestone
+    remeasured = {"workload", "target_tokens"} & set(changes)
+    if remeasured and milestone.status == Milestone.Status.MET and milestone.confirmed_by_id is None:
+        # Met by its old measure (an amended agreement raised the tokens): it is measured again from now on.
+        changes["status"] = (milestone.status, Milestone.Status.OPEN)
+        milestone.status, milestone.met_at = Milestone.Status.OPEN, None
     _check_measure(milestone)
     milestone.full_clean()
     milestone.save()
@@ -247,10 +252,13 @@ def _require_member(user, organization: Organization) -> None:
 
 
 def _save_deliverable(deliverable: Deliverable) -> None:
-    taken = Deliverable.objects.filter(hf_repo_id=deliverable.hf_repo_id).exclude(pk=deliverable.pk)
+    taken = Deliverable.objects.for_org(deliverable.organization).filter(hf_repo_id__iexact=deliverable.hf_repo_id)
+    taken = taken.exclude(pk=deliverable.pk)
     if deliverable.hf_repo_id and taken.exists():
         # Said on the field (the unique constraint alone would say it at the top of the form).
-        raise ValidationError({"hf_repo_id": _("This repository is already recorded as a deliverable.")})
+        raise ValidationError(
+            {"hf_repo_id": _("The organization has already recorded this repository as a deliverable.")}
+        )
     deliverable.full_clean()
     deliverable.save()
 

@@ -40,7 +40,7 @@ def generate_reports() -> int:
     """Beat, daily: last month's reports from the 1st, the end-of-cycle ones after the program's last day; each
     mailed on its own."""
     made = reports.generate_due()
-    for report_id in made:
+    for report_id in sorted(set(made) | set(reports.unmailed())):
         mail_report.delay(report_id)
     return len(made)
 

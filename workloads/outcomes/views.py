@@ -57,7 +57,8 @@ def org_outcomes(request, org_slug: str):
     if program is not None:
         rows, _whole = standings(program, organizations=[org], with_program=False)
         standing = rows[0]
-    alerts = BudgetAlert.objects.for_org(org).filter(cleared_at__isnull=True).select_related("budget__program")
+    alerts = BudgetAlert.objects.for_org(org).filter(cleared_at__isnull=True)
+    alerts = alerts.select_related("organization", "budget__program")
     return render(
         request,
         "workloads/outcomes/org.html",

@@ -28,6 +28,12 @@ def in_currency(micro_usd, program) -> str:
 
 
 @register.filter
+def local_amount(value, program) -> str:
+    """An amount in the program's currency as it is (a budget set in yen): ¥1,000,001."""
+    return formats.local_amount_text(value, program)
+
+
+@register.filter
 def percent(ratio: Decimal | None) -> str:
     return formats.percent_text(ratio)
 

@@ -199,7 +199,7 @@ def run_figures(runs: list[TrainingRun], *, now: datetime | None = None) -> dict
 def recent_rates(runs: list[TrainingRun], *, now: datetime) -> dict[int, float | None]:
     """Each run's tokens gained in the last 7 days ÷ 7 days of wall time (or its age, when younger): one read."""
     gained = dict(
-        ProgressHour.objects.filter(run__in=[run.pk for run in runs], hour__gte=now - RECENT)
+        ProgressHour.objects.filter(run__in=[run.pk for run in runs], hour__gte=now - RECENT, hour__lt=now)
         .values("run")
         .annotate(gained=Sum("new_tokens"))
         .values_list("run", "gained")

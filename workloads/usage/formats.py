@@ -47,9 +47,14 @@ def local_value(micro_usd: int | None, program) -> Decimal | None:
 
 
 def local_text(micro_usd: int | None, program) -> str:
-    value = local_value(micro_usd, program)
+    return local_amount_text(local_value(micro_usd, program), program)
+
+
+def local_amount_text(value: Decimal | None, program) -> str:
+    """An amount already in the program's currency (a budget set in yen), to the unit."""
     if value is None:
         return "—"
+    value = value.quantize(Decimal("1"), rounding=ROUND_HALF_EVEN)
     symbol = {"JPY": "¥", "USD": "$", "EUR": "€"}.get(program.currency, program.currency + " ")
     return symbol + number_format(value, decimal_pos=0, force_grouping=True)
 

@@ -141,7 +141,7 @@ def budget_section(program: Program, rows: list[Standing], whole: Standing | Non
         budget = s.budget_micro_usd
         f = s.forecast
         return [
-            name, local_value(budget, program), _usd(budget), _usd(s.spent), local_value(s.spent, program),
+            name, s.budget_local, _usd(budget), _usd(s.spent), local_value(s.spent, program),
             s.spent_share, _usd(f.at_end) if f else None, _usd(f.low) if f else None, _usd(f.high) if f else None,
         ]  # fmt: skip
 

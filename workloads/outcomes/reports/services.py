@@ -132,11 +132,26 @@ def generate_due(*, now=None) -> list[int]:
             for language in LANGUAGES:
                 if (organization.pk if organization else None, language) in done:
                     continue
-                report = generate(
-                    program=program, organization=organization, kind=kind, first_day=first, language=language, now=now
-                )
+                try:
+                    report = generate(
+                        program=program, organization=organization, kind=kind, first_day=first, language=language,
+                        now=now,
+                    )  # fmt: skip
+                except Exception:
+                    # One report that fails (a layout error, memory) never keeps the others from being made; the
+                    # next run tries it again.
+                    log.exception("reports: %s %s %s %s failed", kind, first, organization, language)
+                    continue
                 made.append(report.pk)
     return made
+
+
+def unmailed(*, now=None) -> list[int]:
+    """Reports of the last 40 days not mailed yet (a mail that failed for good, a worker killed before sending):
+    beat sends them again; the claim on `mailed_at` keeps a copy from being sent twice."""
+    now = now or timezone.now()
+    recent = Report.objects.filter(mailed_at__isnull=True, generated_at__gte=now - timedelta(days=40))
+    return list(recent.values_list("pk", flat=True))
 
 
 def mail_report(*, report_id: int) -> int:

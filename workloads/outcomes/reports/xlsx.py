@@ -11,6 +11,7 @@ from openpyxl import Workbook
 from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 
+from portal.exports import FORMULA_STARTS
 from workloads.outcomes.reports.content import COUNT, DAY, DECIMAL, HOURS, LOCAL, SHARE, USD, Content, period_label
 
 FORMATS = {
@@ -51,6 +52,10 @@ def workbook(content: Content) -> bytes:
         rows = [*section.rows, *([section.total] if section.total else [])]
         for row in rows:
             sheet.append(row)
+            for cell in sheet[sheet.max_row]:
+                # openpyxl writes text starting with "=" as a formula: a tenant's title or evidence stays text.
+                if isinstance(cell.value, str) and cell.value[:1] in FORMULA_STARTS:
+                    cell.data_type = "s"
         if section.total:
             for cell in sheet[sheet.max_row]:
                 cell.font = bold
