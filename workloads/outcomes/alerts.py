@@ -1,8 +1,9 @@
 """Budget alerts, as AWS Budgets has them: when spend reaches a threshold of the budget (80 % and 100 % unless a
 program manager sets others), and when the forecast to the end of the cycle passes it. Each fires once — one open
 alert per budget, kind and threshold, a unique constraint — is mailed to the program managers and, for an
-organization's budget, to its admins, and shows on the landing page. When spend falls back under a threshold
-(the budget was raised), its alert clears, and may fire again later."""
+organization's budget, to its admins, and shows on the landing page. It stands until the budget or its thresholds
+change and the figure is then under it: spend and the forecast wobble around a threshold hour by hour, which must
+never clear an alert and fire it again."""
 
 from __future__ import annotations
 

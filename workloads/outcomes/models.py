@@ -294,7 +294,7 @@ class Budget(models.Model):
 
 class BudgetAlert(models.Model):
     """A threshold a budget crossed: fired once (one open alert per budget, kind and percent), mailed, shown on the
-    landing page until spend falls back under it (a larger budget) and it clears."""
+    landing page until the budget or its thresholds change and the figure is under it (workloads.outcomes.alerts)."""
 
     class Kind(models.TextChoices):
         SPENT = "spent", _("Spent")
