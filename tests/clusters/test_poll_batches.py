@@ -134,7 +134,7 @@ def test_the_longest_unpolled_are_claimed_first_the_never_polled_before_all(org)
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.postgresql("SKIP LOCKED")
-def test_racing_batches_never_claim_the_same_cluster():
+def test_racing_batches_never_claim_the_same_cluster(catalog):
     org = OrganizationFactory()
     ids = {ClusterFactory(organization=org).pk for _ in range(60)}
     Cluster.objects.update(last_polled_at=None)

@@ -4,6 +4,8 @@ says why it has no PDF (`PdfUnavailable`)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from django.template.loader import render_to_string
 from django.utils.formats import number_format
 
@@ -19,6 +21,9 @@ from workloads.outcomes.reports.content import (
     Content,
     period_label,
 )
+
+# Its own file, not a <style> block: the templates carry no inline code (tests/test_security_headers.py).
+STYLESHEET = Path(__file__).with_name("report.css")
 
 
 class PdfUnavailable(Exception):
@@ -48,7 +53,7 @@ def cell_text(value, kind: str, currency_symbol: str) -> str:
 
 def document(content: Content, language: str) -> bytes:
     try:
-        from weasyprint import HTML
+        from weasyprint import CSS, HTML
     except OSError as error:  # Pango or one of its libraries is not installed
         raise PdfUnavailable(str(error)) from error
     symbol = {"JPY": "¥", "USD": "$", "EUR": "€"}.get(content.currency, content.currency + " ")
@@ -68,4 +73,4 @@ def document(content: Content, language: str) -> bytes:
         "workloads/outcomes/report.html",
         {"content": content, "sections": sections, "period": period_label(content.period), "language": language},
     )
-    return HTML(string=html).write_pdf()
+    return HTML(string=html).write_pdf(stylesheets=[CSS(filename=str(STYLESHEET))])
